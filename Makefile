@@ -1,0 +1,40 @@
+# The README's commands. `make serve` and `make test` set up everything they need on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: serve site test refresh check bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+serve: $(STAMP)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+site: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+test: $(TEST_STAMP)
+	$(BIN)/python tests/setup_browser.py
+	$(BIN)/python -m pytest -q tests
+
+# On a GPU machine: rerun every snippet (or ONLY=01_matmul_add[/tag]) and rewrite traces/.
+# Needs only Python and torch: `make refresh PYTHON=python3` works on a bare GPU image.
+refresh:
+	$(PYTHON) -m scripts refresh $(if $(ONLY),--only $(ONLY))
+
+check:
+	$(PYTHON) -m scripts check
+
+clean:
+	rm -rf site .cache

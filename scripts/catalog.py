@@ -1,0 +1,110 @@
+"""Every example the site shows: which snippet runs, with which arguments, under which name.
+
+The tag is the name the snippet itself gives its outputs; the refresh checks that the two agree, so
+the catalog and the snippets' naming cannot drift apart silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SNIPPETS = ROOT / "snippets"
+TRACES = ROOT / "traces"
+
+
+@dataclass(frozen=True)
+class Example:
+    snippet: str  # file stem under snippets/
+    tag: str  # output stem the snippet writes: {tag}.json and {tag}.txt
+    args: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.snippet}/{self.tag}"
+
+    @property
+    def script(self) -> Path:
+        return SNIPPETS / f"{self.snippet}.py"
+
+    @property
+    def folder(self) -> Path:
+        return TRACES / self.snippet
+
+    @property
+    def trace_path(self) -> Path:
+        return self.folder / f"{self.tag}.json.gz"
+
+    @property
+    def table_path(self) -> Path:
+        return self.folder / f"{self.tag}.txt"
+
+    @property
+    def meta_path(self) -> Path:
+        return self.folder / f"{self.tag}.meta.json"
+
+    @property
+    def command(self) -> str:
+        """How a reader reproduces this run."""
+        return " ".join(["uv run", f"snippets/{self.snippet}.py", *self.args])
+
+
+def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype: str = "bf16",
+                batch: int = 0, schedule: str = "") -> Example:
+    args = ["--size", str(size)]
+    tag = f"{size}_{dtype}_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
+    if dtype != "bf16":
+        args += ["--dtype", dtype]
+    if compiled:
+        args.append("--compile")
+    if warm:
+        args.append("--warmup")
+    if batch:
+        args += ["--batch", str(batch)]
+        tag += f"_b{batch}"
+    if schedule:
+        args += ["--schedule", schedule]
+        tag += "_s" + schedule.replace(",", "-")
+    return Example("01_matmul_add", tag, tuple(args))
+
+
+PART1 = tuple(
+    [
+        _matmul_add(size, warm=warm, compiled=compiled)
+        for size in (64, 4096)
+        for warm in (False, True)
+        for compiled in (False, True)
+    ]
+    + [
+        # The Activity Buffer Request finding: no wait/warmup, then a long active window.
+        _matmul_add(64, schedule="0,0,3"),
+        _matmul_add(64, schedule="0,0,20"),
+        # A batch dimension turns aten::mm into aten::bmm.
+        _matmul_add(64, batch=8),
+        # fp32 at the large size: a different GEMM kernel family.
+        _matmul_add(4096, warm=True, dtype="fp32"),
+    ]
+)
+
+EXAMPLES: tuple[Example, ...] = PART1
+
+_BY_KEY = {example.key: example for example in EXAMPLES}
+
+
+def get(key: str) -> Example:
+    try:
+        return _BY_KEY[key]
+    except KeyError:
+        raise KeyError(f"no example {key!r} in scripts/catalog.py") from None
+
+
+def select(patterns: list[str] | None) -> list[Example]:
+    """Examples whose key equals or starts with one of the patterns (all when none given)."""
+    if not patterns:
+        return list(EXAMPLES)
+    chosen = [e for e in EXAMPLES if any(e.key == p or e.key.startswith(p.rstrip("/") + "/") for p in patterns)]
+    unknown = [p for p in patterns if not any(e.key == p or e.key.startswith(p.rstrip("/") + "/") for e in EXAMPLES)]
+    if unknown:
+        raise KeyError(f"no example matches {', '.join(unknown)} (see scripts/catalog.py)")
+    return chosen

@@ -1,0 +1,62 @@
+"""`python -m scripts COMMAND`: refresh the frozen artifacts, check them, list the examples.
+
+Only the standard library is imported here, so `refresh` runs on a bare GPU image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from scripts import catalog, freeze
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    refresh = commands.add_parser("refresh", help="rerun snippets on this GPU and rewrite traces/")
+    refresh.add_argument("--only", nargs="*", default=[], metavar="KEY",
+                         help="examples or snippets to rerun, e.g. 01_matmul_add or 01_matmul_add/64_bf16_cold_eager")
+    refresh.add_argument("--stale", action="store_true", help="rerun only missing or stale examples")
+    refresh.add_argument("--keep-going", action="store_true",
+                         help="write the examples that succeeded even if others failed")
+    refresh.add_argument("--python", default=sys.executable, help="interpreter that has torch (default: this one)")
+
+    check = commands.add_parser("check", help="fail if an artifact is missing or stale")
+    check.add_argument("--only", nargs="*", default=[], metavar="KEY")
+
+    commands.add_parser("list", help="list the examples and their state")
+
+    args = parser.parse_args(argv)
+    try:
+        examples = catalog.select(getattr(args, "only", None))
+    except KeyError as err:
+        print(f"error: {err.args[0]}", file=sys.stderr)
+        return 2
+
+    if args.command == "list":
+        for example in examples:
+            state = freeze.status(example)
+            print(f"{state.state:8} {example.key:45} {example.command}")
+        return 0
+    if args.command == "check":
+        problems = freeze.check(examples)
+        for problem in problems:
+            print(problem.message(), file=sys.stderr)
+        return 1 if problems else 0
+    if args.stale:
+        examples = [s.example for s in freeze.check(examples)]
+        if not examples:
+            print("every artifact is fresh; nothing to run")
+            return 0
+    try:
+        failed = freeze.refresh(examples, args.python, keep_going=args.keep_going)
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Run-or-reuse, like Quarto's freeze: GPU runs become committed artifacts under traces/.
+
+For each example the refresh runs its snippet in a fresh process, sanitizes the trace (no path, host
+or user name of the builder), gzips it reproducibly, and writes beside it the table and a metadata
+file holding the hash of everything that determines the result. A build without a GPU reuses the
+artifacts; one whose inputs changed since is stale, and `check` says what to run.
+
+Standard library only: this module is the GPU refresh path and runs on a bare GPU image.
+"""
+
+from __future__ import annotations
+
+import getpass
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scripts.catalog import ROOT, TRACES, Example
+
+# Bump when the artifact layout or the sanitizer changes what is written.
+FREEZE_FORMAT = 1
+REFRESH_HINT = "make refresh ONLY={key}"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def snippet_digest(example: Example) -> str:
+    # Line endings are normalized so a checkout on another OS is not stale.
+    return sha256_bytes(example.script.read_bytes().replace(b"\r\n", b"\n"))
+
+
+def inputs_of(example: Example) -> dict:
+    """Everything that determines an example's result, in the form stored in its metadata."""
+    return {
+        "snippet": example.script.relative_to(ROOT).as_posix(),
+        "snippet_sha256": snippet_digest(example),
+        "args": list(example.args),
+        "freeze_format": FREEZE_FORMAT,
+    }
+
+
+def inputs_hash(inputs: dict) -> str:
+    return sha256_bytes(json.dumps(inputs, sort_keys=True).encode())
+
+
+# --- status -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Status:
+    example: Example
+    state: str  # "fresh", "missing" or "stale"
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "fresh"
+
+    def message(self) -> str:
+        e = self.example
+        return (
+            f"{e.key} is {self.state}: {self.reason}. "
+            f"Refresh it on a GPU machine: {REFRESH_HINT.format(key=e.key)}"
+        )
+
+
+def read_meta(example: Example) -> dict:
+    return json.loads(example.meta_path.read_text())
+
+
+def status(example: Example) -> Status:
+    if not example.meta_path.exists():
+        return Status(example, "missing", f"no artifacts under traces/{example.snippet}/ for {example.tag}")
+    try:
+        meta = read_meta(example)
+        recorded = meta["inputs"]
+        outputs = meta["outputs"]
+    except (ValueError, KeyError):
+        return Status(example, "stale", f"{example.meta_path.relative_to(ROOT)} is unreadable")
+    current = inputs_of(example)
+    if recorded.get("freeze_format") != current["freeze_format"]:
+        return Status(example, "stale", "the artifact format changed (scripts/freeze.py)")
+    if recorded.get("snippet") != current["snippet"]:
+        return Status(example, "stale", f"its snippet is now {current['snippet']}")
+    if recorded.get("snippet_sha256") != current["snippet_sha256"]:
+        return Status(example, "stale", f"{current['snippet']} changed since the last GPU run")
+    if recorded.get("args") != current["args"]:
+        was, now = " ".join(recorded.get("args", [])), " ".join(current["args"])
+        return Status(example, "stale", f"its arguments changed from '{was}' to '{now}'")
+    for path in (example.trace_path, example.table_path):
+        if not path.exists():
+            return Status(example, "missing", f"{path.relative_to(ROOT)} is missing")
+        if sha256_bytes(path.read_bytes()) != outputs.get(path.name):
+            return Status(example, "stale", f"{path.relative_to(ROOT)} was modified after the run")
+    return Status(example, "fresh")
+
+
+def check(examples: list[Example]) -> list[Status]:
+    """The examples that are not fresh."""
+    return [s for s in map(status, examples) if not s.ok]
+
+
+# --- sanitizing -------------------------------------------------------------------------------
+
+# Absolute paths of the usual shapes (POSIX and Windows); caught after the known prefixes are cut.
+ABSOLUTE_PATH = re.compile(
+    r"(?<![\w.~-])(?:/(?:home|root|Users|tmp|var|opt|usr|mnt|srv|work|workspace|data|scratch|private|nix)/"
+    r"|[A-Za-z]:\\\\?)"
+)
+# Top-level keys and distributedInfo keys that name the machine.
+MACHINE_KEYS = ("host_name", "hostname", "host", "trace_id")
+
+
+@dataclass
+class Scrubber:
+    """Rewrites strings so that they name no place, host or user of the machine that ran."""
+
+    replacements: list[tuple[str, str]] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)  # host and user names, cut where they stand alone
+
+    @classmethod
+    def for_this_machine(cls, *run_dirs: Path) -> Scrubber:
+        prefixes: list[tuple[str, str]] = [(str(d), "") for d in run_dirs]
+        prefixes.append((str(ROOT), ""))
+        for site in {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}:
+            prefixes.append((site, "site-packages"))
+        prefixes.append((sys.base_prefix, "<python>"))
+        prefixes.append((sys.prefix, "<python>"))
+        prefixes.append((str(Path.home()), "~"))
+        prefixes.append((tempfile.gettempdir(), "<tmp>"))
+        # Longest first, so that a path is cut at its most specific known prefix.
+        prefixes = sorted({p for p in prefixes if len(p[0]) > 1}, key=lambda p: -len(p[0]))
+        words = [socket.gethostname(), _user()]
+        return cls(prefixes, [w for w in words if w and len(w) >= 3 and w != "root"])
+
+    def scrub(self, text: str) -> str:
+        for prefix, replacement in self.replacements:
+            if prefix in text:
+                text = text.replace(prefix + "/", replacement + "/" if replacement else "")
+                text = text.replace(prefix, replacement)
+        for word in self.words:
+            text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", "<redacted>", text)
+        return text
+
+    def leaks(self, obj) -> list[str]:
+        """Strings in obj that still look like a machine path or name the machine."""
+        found = []
+        for text in _strings(obj):
+            if ABSOLUTE_PATH.search(text) or any(
+                re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text) for w in self.words
+            ):
+                found.append(text)
+        return found
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _strings(key)
+            yield from _strings(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from _strings(item)
+
+
+def _scrub_all(obj, scrubber: Scrubber):
+    if isinstance(obj, str):
+        return scrubber.scrub(obj)
+    if isinstance(obj, dict):
+        return {scrubber.scrub(k): _scrub_all(v, scrubber) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_scrub_all(v, scrubber) for v in obj]
+    return obj
+
+
+def sanitize_trace(data: dict, file_name: str, scrubber: Scrubber) -> dict:
+    """The trace with every machine-identifying string removed or made relative."""
+    clean = {k: v for k, v in data.items() if k not in MACHINE_KEYS}
+    clean["traceName"] = file_name
+    info = clean.get("distributedInfo")
+    if isinstance(info, dict):
+        clean["distributedInfo"] = {k: v for k, v in info.items() if k not in MACHINE_KEYS}
+    return _scrub_all(clean, scrubber)
+
+
+def gzip_reproducibly(data: bytes) -> bytes:
+    """gzip with no file name and a zero mtime: the same input gives the same bytes."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as out:
+        out.write(data)
+    return buffer.getvalue()
+
+
+# --- refresh ----------------------------------------------------------------------------------
+
+ENV_PROBE = """
+import json, platform, torch
+cuda = torch.cuda.is_available()
+print(json.dumps({
+    "torch": torch.__version__,
+    "cuda": torch.version.cuda if cuda else None,
+    "gpu": torch.cuda.get_device_name(0) if cuda else None,
+    "python": platform.python_version(),
+}))
+"""
+
+
+def probe_environment(python: str) -> dict:
+    """Versions of the interpreter that runs the snippets, and the GPU driver."""
+    done = subprocess.run([python, "-c", ENV_PROBE], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{python} cannot import torch: {_last_line(done.stderr)}")
+    env = json.loads(done.stdout.strip().splitlines()[-1])
+    env["driver"] = _nvidia_driver()
+    return env
+
+
+def _nvidia_driver() -> str | None:
+    if not shutil.which("nvidia-smi"):
+        return None
+    done = subprocess.run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        capture_output=True, text=True, check=False,
+    )
+    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else None
+
+
+def gpu_available() -> bool:
+    if not shutil.which("nvidia-smi"):
+        return False
+    done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return done.returncode == 0 and "GPU" in done.stdout
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+@dataclass
+class RunResult:
+    example: Example
+    files: dict[str, bytes] = field(default_factory=dict)  # artifact name -> content
+    error: str = ""
+    wall_time_s: float = 0.0
+
+
+def run_example(example: Example, python: str, environment: dict) -> RunResult:
+    """Run one snippet in a fresh process and return its sanitized artifacts (nothing written)."""
+    with tempfile.TemporaryDirectory(prefix="freeze-") as tmp:
+        out_dir = Path(tmp)
+        command = [python, str(example.script), *example.args, "--trace_dir", str(out_dir)]
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            return RunResult(example, error=f"exit {done.returncode}: {_last_line(done.stderr)}", wall_time_s=wall)
+        trace_file, table_file = out_dir / f"{example.tag}.json", out_dir / f"{example.tag}.txt"
+        if not trace_file.exists() or not table_file.exists():
+            wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
+            return RunResult(example, error=f"expected {example.tag}.json and .txt, the snippet wrote {wrote}")
+        scrubber = Scrubber.for_this_machine(out_dir)
+        trace = sanitize_trace(json.loads(trace_file.read_text()), f"{example.tag}.json", scrubber)
+        table = scrubber.scrub(table_file.read_text())
+        leaks = scrubber.leaks(trace) + scrubber.leaks(table)
+        if leaks:
+            return RunResult(example, error=f"the sanitizer left a machine path or name: {leaks[0][:120]!r}")
+    trace_bytes = gzip_reproducibly(json.dumps(trace, separators=(",", ":")).encode())
+    table_bytes = table.encode()
+    outputs = {example.trace_path.name: trace_bytes, example.table_path.name: table_bytes}
+    inputs = inputs_of(example)
+    meta = {
+        "example": example.key,
+        "command": example.command,
+        "inputs": inputs,
+        "inputs_hash": inputs_hash(inputs),
+        "outputs": {name: sha256_bytes(content) for name, content in outputs.items()},
+        "environment": environment,
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wall_time_s": round(wall, 2),
+    }
+    outputs[example.meta_path.name] = (json.dumps(meta, indent=2) + "\n").encode()
+    return RunResult(example, files=outputs, wall_time_s=wall)
+
+
+def write_artifacts(result: RunResult) -> None:
+    """Each file is written beside its target and renamed over it, so none is ever half-written."""
+    folder = result.example.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in result.files.items():
+        partial = folder / f".{name}.partial"
+        partial.write_bytes(content)
+        os.replace(partial, folder / name)
+
+
+def refresh(examples: list[Example], python: str, *, keep_going: bool = False, log=print) -> int:
+    """Run the examples; write their artifacts only if all succeeded (or, with keep_going, those
+    that did). Returns the number of failed examples."""
+    started = time.perf_counter()
+    environment = probe_environment(python)
+    log(f"refreshing {len(examples)} example(s) with torch {environment['torch']} on {environment['gpu'] or 'CPU'}")
+    results = []
+    for example in examples:
+        result = run_example(example, python, environment)
+        log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s)"
+            + (f": {result.error}" if result.error else ""))
+        results.append(result)
+    failed = [r for r in results if r.error]
+    succeeded = [r for r in results if not r.error]
+    if failed and not keep_going:
+        log(f"refresh failed for {', '.join(r.example.key for r in failed)}; traces/ left unchanged")
+    else:
+        for result in succeeded:
+            write_artifacts(result)
+        log(f"wrote {len(succeeded)} example(s) under {TRACES.relative_to(ROOT)}/"
+            + (f"; failed: {', '.join(r.example.key for r in failed)}" if failed else ""))
+    log(f"refresh wall time: {time.perf_counter() - started:.1f} s")
+    return len(failed)
