@@ -87,7 +87,14 @@ PART1 = tuple(
     ]
 )
 
-EXAMPLES: tuple[Example, ...] = PART1
+# The guide's worked example, and a large trace (200k+ events with Python stacks) for the
+# analyzer's benchmark.
+GUIDE = (
+    Example("train_step", "train_b16_s3"),
+    Example("train_step", "train_b16_s10_stack", ("--with_stack", "--steps", "10")),
+)
+
+EXAMPLES: tuple[Example, ...] = PART1 + GUIDE
 
 _BY_KEY = {example.key: example for example in EXAMPLES}
 
