@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "check":
         problems = freeze.check(examples)
-        for problem in problems:
-            print(problem.message(), file=sys.stderr)
+        print(freeze.stale_report(problems) if problems else f"all {len(examples)} example(s) are fresh",
+              file=sys.stderr if problems else sys.stdout)
         return 1 if problems else 0
     if args.stale:
         examples = [s.example for s in freeze.check(examples)]

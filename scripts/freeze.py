@@ -70,12 +70,6 @@ class Status:
     def ok(self) -> bool:
         return self.state == "fresh"
 
-    def message(self) -> str:
-        e = self.example
-        return (
-            f"{e.key} is {self.state}: {self.reason}. "
-            f"Refresh it on a GPU machine: {REFRESH_HINT.format(key=e.key)}"
-        )
 
 
 def read_meta(example: Example) -> dict:
@@ -112,6 +106,15 @@ def status(example: Example) -> Status:
 def check(examples: list[Example]) -> list[Status]:
     """The examples that are not fresh."""
     return [s for s in map(status, examples) if not s.ok]
+
+
+def stale_report(problems: list[Status]) -> str:
+    """One message for all of them: which example, what changed, and the one command to run."""
+    lines = [f"{len(problems)} frozen example(s) need a GPU run:"]
+    lines += [f"  {p.example.key} is {p.state}: {p.reason}" for p in problems]
+    keys = " ".join(p.example.key for p in problems)
+    lines.append(f'Refresh on a GPU machine with: make refresh ONLY="{keys}"  (then commit traces/)')
+    return "\n".join(lines)
 
 
 # --- sanitizing -------------------------------------------------------------------------------
@@ -246,6 +249,11 @@ def _nvidia_driver() -> str | None:
         capture_output=True, text=True, check=False,
     )
     return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else None
+
+
+def snippet_python() -> str:
+    """The interpreter that runs snippets during a build: $SNIPPET_PYTHON, else this one."""
+    return os.environ.get("SNIPPET_PYTHON") or sys.executable
 
 
 def gpu_available() -> bool:

@@ -1,0 +1,66 @@
+"""MkDocs glue, kept thin: freeze check before the build, page URL for the helpers, assets after.
+
+Listed under `hooks:` in mkdocs.yml. Everything of substance lives in scripts.freeze and
+scripts.pages, so the content would survive a move to another generator.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
+    sys.path.insert(0, str(ROOT))
+
+from mkdocs.exceptions import PluginError  # noqa: E402
+
+from scripts import catalog, freeze, pages  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.freeze")
+
+
+def on_config(config):
+    pages.SITE.site_url = config.site_url or ""
+    return config
+
+
+def on_pre_build(config):
+    pages.SITE.assets.clear()
+    problems = freeze.check(list(catalog.EXAMPLES))
+    if problems and freeze.gpu_available():
+        # A GPU builder runs what is missing or stale first, then builds from the new artifacts.
+        failed = freeze.refresh([p.example for p in problems], freeze.snippet_python(), log=log.info)
+        problems = freeze.check(list(catalog.EXAMPLES)) if not failed else problems
+    if problems:
+        message = freeze.stale_report(problems)
+        if config.strict:
+            raise PluginError(message)
+        log.warning(message)
+
+
+def on_page_markdown(markdown, page, **kwargs):
+    pages.SITE.page_url = page.url
+    return markdown
+
+
+def on_post_build(config):
+    site_dir = Path(config.site_dir)
+    for site_path, source in sorted(pages.SITE.assets.items()):
+        target = site_dir / site_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+EXCERPT_SEPARATOR = "<!-- more -->"  # Material's default post_excerpt_separator
+
+
+def on_page_content(html, page, **kwargs):
+    # Material's blog renders a post's whole Markdown again for each view that lists it (the index,
+    # every category), which would rerun every exec block; once the post itself is rendered, the
+    # excerpt views need only what comes before the separator.
+    if getattr(page, "excerpt", None) is not None and EXCERPT_SEPARATOR in page.markdown:
+        page.markdown = page.markdown.split(EXCERPT_SEPARATOR, 1)[0] + EXCERPT_SEPARATOR
+    return html

@@ -1,0 +1,199 @@
+"""Page helpers: what a post's `markdown-exec` blocks call, one line per element.
+
+    ```python exec="true" html="true"
+    from scripts.pages import example
+    run = example("01_matmul_add/64_bf16_cold_eager")
+    print(run.table())
+    print(run.timeline())
+    print(run.links())
+    ```
+
+Everything printed comes from the frozen artifacts under traces/; nothing here runs a snippet.
+The mkdocs glue (scripts/mkdocs_hooks.py) tells this module which page is being rendered, so links
+are relative and the site works under any base path, and it copies the registered assets into the
+built site.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass
+from functools import cached_property
+from html import escape
+from pathlib import Path
+
+from scripts import cache, catalog, freeze
+from scripts.table import ProfilerTable, parse_table, render_table, to_us
+
+PERFETTO_UI = "https://ui.perfetto.dev"
+
+
+@dataclass
+class SiteState:
+    page_url: str = ""  # site-relative URL of the page being rendered, e.g. "blog/matmul-add/"
+    site_url: str = ""
+    assets: dict[str, Path] = None  # site-relative path -> file to copy there
+
+    def __post_init__(self):
+        self.assets = {}
+
+
+SITE = SiteState()
+
+
+def relative_url(target: str) -> str:
+    """A link from the current page to a site-relative path."""
+    page = SITE.page_url
+    base = page.rstrip("/") if page.endswith("/") or not page else posixpath.dirname(page)
+    return posixpath.relpath(target, base or ".")
+
+
+def publish(site_path: str, source: Path) -> str:
+    """Register a file to be copied into the built site; returns the link to it from this page."""
+    SITE.assets[site_path] = source
+    return relative_url(site_path)
+
+
+def trace_site_path(example_: catalog.Example) -> str:
+    return f"traces/{example_.snippet}/{example_.trace_path.name}"
+
+
+def format_us(us: float) -> str:
+    """A duration in the unit a reader would pick: 850 ns, 12.3 us, 4.51 ms, 1.20 s."""
+    if us < 1:
+        return f"{us * 1000:.0f} ns"
+    if us < 1000:
+        return f"{us:.3g} us" if us < 100 else f"{us:.0f} us"
+    if us < 1e6:
+        return f"{us / 1000:.3g} ms"
+    return f"{us / 1e6:.3g} s"
+
+
+@dataclass
+class Run:
+    """One frozen example, ready to be shown."""
+
+    example: catalog.Example
+
+    @cached_property
+    def meta(self) -> dict:
+        if not self.example.meta_path.exists():
+            raise FileNotFoundError(
+                f"{self.example.key} has no frozen artifacts; "
+                f"run `{freeze.REFRESH_HINT.format(key=self.example.key)}` on a GPU machine"
+            )
+        return freeze.read_meta(self.example)
+
+    @cached_property
+    def table_data(self) -> ProfilerTable:
+        return parse_table(self.example.table_path.read_text())
+
+    @cached_property
+    def trace(self):
+        from scripts.trace import load_trace
+
+        return load_trace(self.example.trace_path)
+
+    # Small queries the posts' prose uses; anything bigger belongs in scripts.analysis.
+
+    def events(self, name: str, kind: str | None = None) -> list:
+        """Events whose name starts with `name` (and of `kind`, if given), in time order."""
+        return [e for e in self.trace.events
+                if e.name.startswith(name) and (kind is None or e.kind == kind)]
+
+    def step_durations(self) -> dict[str, float]:
+        return {step.name: step.dur for step in self.trace.steps}
+
+    def first_op_offsets(self, op: str) -> dict[str, float]:
+        """Per step: how long after the step began the first `op` started."""
+        offsets = {}
+        for step in self.trace.steps:
+            starts = [e.ts for e in self.events(op) if step.ts <= e.ts < step.end]
+            if starts:
+                offsets[step.name] = starts[0] - step.ts
+        return offsets
+
+    def total_us(self, label: str) -> float:
+        """A total from the foot of the profiler table, e.g. 'Self CPU time total', in us."""
+        value = self.table_data.total(label)
+        if value is None:
+            raise KeyError(f"{self.example.key}: the table has no '{label}'")
+        return to_us(value)
+
+    def caption(self) -> str:
+        env = self.meta["environment"]
+        where = env.get("gpu") or "CPU"
+        bits = [
+            where + (f" (driver {env['driver']})" if env.get("driver") else ""),
+            f"torch {env['torch']}" + (f", CUDA {env['cuda']}" if env.get("cuda") else ""),
+            f"Python {env['python']}",
+            self.meta["date"][:10],
+        ]
+        return "Run on " + " · ".join(bits)
+
+    def table(self) -> str:
+        return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
+
+    def timeline(self, step: int | None = None) -> str:
+        """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only)."""
+        from scripts.trace import select_window
+
+        parts = [cache.file_digest(self.example.trace_path), str(step),
+                 cache.code_digest("timeline", "trace", "intervals", "analysis")]
+
+        def render() -> str:
+            from scripts.analysis import facts
+            from scripts.timeline import render_timeline
+
+            window = select_window(self.trace, step=step)
+            return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window))
+
+        svg = cache.cached_text("timeline", parts, render, suffix=".svg")
+        name = self.example.tag + (f"_step{step}" if step is not None else "")
+        src = publish(f"timelines/{self.example.snippet}/{name}.svg", svg)
+        alt = f"Annotated timeline of {self.example.key}: CPU threads above, GPU streams below"
+        return (
+            f'<figure class="timeline"><a class="glightbox" href="{src}" data-type="image">'
+            f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="1200"></a>'
+            f"<figcaption>{escape(self.caption())}. Click to zoom; open the trace in Perfetto to "
+            f"explore it.</figcaption></figure>"
+        )
+
+    def links(self) -> str:
+        """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""
+        site_path = trace_site_path(self.example)
+        href = publish(site_path, self.example.trace_path)
+        name = self.example.trace_path.name
+        size_kb = self.example.trace_path.stat().st_size / 1024
+        html = [
+            f'<div class="trace-actions">'
+            f'<a class="md-button" href="{href}" download="{name}">Download trace '
+            f'<small>({size_kb:,.0f} KB)</small></a>'
+            f'<button type="button" class="md-button md-button--primary perfetto-open" '
+            f'data-trace="{href}" data-title="{escape(self.example.key)}" data-file="{name}">'
+            f"Open in Perfetto</button>"
+        ]
+        if SITE.site_url.startswith("https://"):
+            absolute = SITE.site_url.rstrip("/") + "/" + site_path
+            html.append(f'<a class="perfetto-share" href="{PERFETTO_UI}/#!/?url={absolute}">'
+                        f"Shareable Perfetto link</a>")
+        html.append("</div>")
+        return "".join(html)
+
+
+def example(key: str) -> Run:
+    return Run(catalog.get(key))
+
+
+def load_facts_json(run: Run, window=None) -> dict:
+    """The facts engine's output for a run, cached on disk by content hash."""
+    parts = [cache.file_digest(run.example.trace_path), repr(window),
+             cache.code_digest("analysis", "trace", "intervals")]
+
+    def compute() -> str:
+        from scripts.analysis import facts
+
+        return json.dumps(facts(run.trace, window=window).to_dict())
+
+    return json.loads(cache.cached_text("facts", parts, compute, suffix=".json").read_text())
