@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve site test refresh check bench clean
+.PHONY: serve site test refresh check bench-site clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,6 @@ site: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
 test: $(TEST_STAMP)
-	$(BIN)/python tests/setup_browser.py
 	$(BIN)/python -m pytest -q tests
 
 # On a GPU machine: rerun every snippet (or ONLY=01_matmul_add[/tag]) and rewrite traces/.
@@ -35,6 +34,10 @@ refresh:
 
 check:
 	$(PYTHON) -m scripts check
+
+# Build-time cost of executing the pages, against the same pages as plain Material.
+bench-site: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_site.py
 
 clean:
 	rm -rf site .cache

@@ -1,0 +1,56 @@
+"""Shared fixtures: a clean copy of the repository and a strict build of it, made once per session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# mkdocs run in a subprocess that cannot import torch: the docs build must not need it.
+BUILD_WITHOUT_TORCH = (
+    "import sys; sys.modules['torch'] = None; "
+    "from mkdocs.__main__ import cli; sys.argv = ['mkdocs'] + sys.argv[1:]; cli()"
+)
+
+
+def tracked_files(root: Path) -> list[str]:
+    """What a clean clone holds: files git tracks, plus new ones not ignored (so work in
+    progress is tested the way CI will see it once committed)."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=root, capture_output=True, check=True,
+    ).stdout.decode()
+    return [p for p in out.split("\0") if p and (root / p).is_file()]
+
+
+def clean_copy(dest: Path) -> Path:
+    for rel in tracked_files(ROOT):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+    return dest
+
+
+def mkdocs_build(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    return subprocess.run(
+        [sys.executable, "-c", BUILD_WITHOUT_TORCH, "build", "--strict", *args],
+        cwd=project, capture_output=True, text=True, env=env, timeout=900,
+    )
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """A strict build of a clean copy of the repository; returns the site directory."""
+    project = clean_copy(tmp_path_factory.mktemp("clone"))
+    done = mkdocs_build(project)
+    assert done.returncode == 0, f"strict build failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    return project / "site"

@@ -1,0 +1,137 @@
+"""The strict build from the frozen artifacts, and what the Part 1 page shows a reader."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin
+
+import pytest
+
+from scripts import catalog
+from tests.conftest import ROOT
+
+PART1_PAGE = "blog/matmul-add/index.html"
+
+
+class Elements(HTMLParser):
+    """Collects the tags a test asks about, with their attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def find(self, tag: str, **attrs) -> list[dict]:
+        return [a for t, a in self.tags if t == tag and all(
+            value in (a.get(key) or "").split() for key, value in attrs.items())]
+
+
+def parse(html: str) -> Elements:
+    elements = Elements()
+    elements.feed(html)
+    return elements
+
+
+def resolve(site: Path, page: str, href: str) -> Path:
+    """The file a relative link on `page` points to in the built site."""
+    url = urljoin("http://site/" + page, href)
+    path = unquote(url.removeprefix("http://site/"))
+    return site / (path + "index.html" if path.endswith("/") else path)
+
+
+@pytest.fixture(scope="module")
+def part1(built_site) -> tuple[str, Elements]:
+    html = (built_site / PART1_PAGE).read_text()
+    return html, parse(html)
+
+
+def test_part1_page_has_no_execution_errors(part1):
+    html, _ = part1
+    assert "Traceback" not in html
+    assert "exited with errors" not in html
+
+
+def test_part1_tables_are_real_html_tables(part1):
+    html, elements = part1
+    tables = re.findall(r'<div class="prof-table".*?</table></div>', html, flags=re.S)
+    assert len(tables) >= 4
+    assert any(">aten::mm<" in t for t in tables)
+    assert any(">aten::addmm<" in t for t in tables)
+    assert any(">aten::bmm<" in t for t in tables)
+    for table in tables:
+        # the sort column is marked, and both totals sit in the foot
+        assert 'aria-sort="descending"' in table
+        assert "Self CPU time total" in table and "Self CUDA time total" in table
+
+
+def test_template_kernel_names_are_escaped(part1):
+    html, _ = part1
+    assert "vectorized_elementwise_kernel&lt;8" in html
+    assert "vectorized_elementwise_kernel<8" not in html
+
+
+def test_timelines_are_zoomable_images_that_exist(built_site, part1):
+    _, elements = part1
+    images = [a for a in elements.find("img") if a.get("src", "").endswith(".svg") and "timelines/" in a["src"]]
+    assert len(images) >= 6
+    for image in images:
+        svg = resolve(built_site, PART1_PAGE, image["src"])
+        assert svg.is_file(), image["src"]
+        assert svg.read_text().lstrip().startswith(("<svg", "<?xml"))
+        assert image.get("alt")
+    # glightbox wraps each picture in a link to the full-size image
+    assert len([a for a in elements.find("a", **{"class": "glightbox"}) if a.get("href", "").endswith(".svg")]) >= 6
+
+
+def test_download_links_serve_the_frozen_trace(built_site, part1):
+    _, elements = part1
+    downloads = [a for a in elements.find("a") if "download" in a]
+    assert len(downloads) >= 6
+    for link in downloads:
+        served = resolve(built_site, PART1_PAGE, link["href"])
+        frozen = ROOT / "traces" / served.relative_to(built_site / "traces")
+        assert served.read_bytes() == frozen.read_bytes()
+
+
+def test_perfetto_buttons_name_served_traces(built_site, part1):
+    _, elements = part1
+    buttons = elements.find("button", **{"class": "perfetto-open"})
+    assert len(buttons) >= 6
+    for button in buttons:
+        assert resolve(built_site, PART1_PAGE, button["data-trace"]).is_file()
+        assert button["data-file"].endswith(".json.gz")
+    scripts = [a.get("src", "") for a in elements.find("script")]
+    assert any(src.endswith("javascripts/perfetto.js") for src in scripts)
+
+
+def test_no_share_link_without_https_site_url(part1):
+    # the default site_url is http://127.0.0.1:8000/: Perfetto can only fetch from https
+    html, _ = part1
+    assert "#!/?url=" not in html
+
+
+def test_caption_names_the_run(part1):
+    html, _ = part1
+    meta = catalog.get("01_matmul_add/64_bf16_cold_eager")
+    from scripts.freeze import read_meta
+
+    env = read_meta(meta)["environment"]
+    assert env["gpu"] in html and env["torch"] in html
+
+
+def test_landing_and_rebuild_pages(built_site):
+    home = (built_site / "index.html").read_text()
+    assert "The numbers come from an" in home
+    rebuild = (built_site / "rebuild" / "index.html").read_text()
+    assert "make refresh" in rebuild and "fresh" in rebuild
+
+
+def test_blog_index_lists_part1_with_excerpt_only(built_site):
+    index = (built_site / "blog" / "index.html").read_text()
+    assert "matmul-add/" in index
+    # excerpts stop at the separator: no profiler table on the index
+    assert "prof-table" not in index
