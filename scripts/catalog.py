@@ -45,6 +45,12 @@ class Example:
         return self.folder / f"{self.tag}.meta.json"
 
     @property
+    def unavailable_path(self) -> Path:
+        """Written instead of trace and table when the snippet reports it cannot run here
+        (e.g. an attention backend this GPU or dtype lacks): one line, the reason."""
+        return self.folder / f"{self.tag}.unavailable"
+
+    @property
     def command(self) -> str:
         """How a reader reproduces this run."""
         return " ".join(["uv run", f"snippets/{self.snippet}.py", *self.args])

@@ -95,10 +95,11 @@ def status(example: Example) -> Status:
     if recorded.get("args") != current["args"]:
         was, now = " ".join(recorded.get("args", [])), " ".join(current["args"])
         return Status(example, "stale", f"its arguments changed from '{was}' to '{now}'")
-    for path in (example.trace_path, example.table_path):
+    for name, digest in outputs.items():
+        path = example.folder / name
         if not path.exists():
             return Status(example, "missing", f"{path.relative_to(ROOT)} is missing")
-        if sha256_bytes(path.read_bytes()) != outputs.get(path.name):
+        if sha256_bytes(path.read_bytes()) != digest:
             return Status(example, "stale", f"{path.relative_to(ROOT)} was modified after the run")
     return Status(example, "fresh")
 
@@ -287,6 +288,12 @@ def run_example(example: Example, python: str, environment: dict) -> RunResult:
         if done.returncode != 0:
             return RunResult(example, error=f"exit {done.returncode}: {_last_line(done.stderr)}", wall_time_s=wall)
         trace_file, table_file = out_dir / f"{example.tag}.json", out_dir / f"{example.tag}.txt"
+        unavailable = out_dir / example.unavailable_path.name
+        if unavailable.exists():
+            # The snippet says what it cannot do here; that reason is the frozen result.
+            reason = Scrubber.for_this_machine(out_dir).scrub(_last_line(unavailable.read_text()))
+            outputs = {example.unavailable_path.name: (reason + "\n").encode()}
+            return _frozen(example, outputs, environment, wall)
         if not trace_file.exists() or not table_file.exists():
             wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
             return RunResult(example, error=f"expected {example.tag}.json and .txt, the snippet wrote {wrote}")
@@ -297,8 +304,12 @@ def run_example(example: Example, python: str, environment: dict) -> RunResult:
         if leaks:
             return RunResult(example, error=f"the sanitizer left a machine path or name: {leaks[0][:120]!r}")
     trace_bytes = gzip_reproducibly(json.dumps(trace, separators=(",", ":")).encode())
-    table_bytes = table.encode()
-    outputs = {example.trace_path.name: trace_bytes, example.table_path.name: table_bytes}
+    outputs = {example.trace_path.name: trace_bytes, example.table_path.name: table.encode()}
+    return _frozen(example, outputs, environment, wall)
+
+
+def _frozen(example: Example, outputs: dict[str, bytes], environment: dict, wall: float) -> RunResult:
+    """The run's outputs plus the metadata file that records how they were made."""
     inputs = inputs_of(example)
     meta = {
         "example": example.key,
@@ -315,13 +326,19 @@ def run_example(example: Example, python: str, environment: dict) -> RunResult:
 
 
 def write_artifacts(result: RunResult) -> None:
-    """Each file is written beside its target and renamed over it, so none is ever half-written."""
-    folder = result.example.folder
+    """Each file is written beside its target and renamed over it, so none is ever half-written.
+    Outputs of the other kind (a trace where the example was unavailable before, or the reverse)
+    are removed after."""
+    example = result.example
+    folder = example.folder
     folder.mkdir(parents=True, exist_ok=True)
     for name, content in result.files.items():
         partial = folder / f".{name}.partial"
         partial.write_bytes(content)
         os.replace(partial, folder / name)
+    for leftover in (example.trace_path, example.table_path, example.unavailable_path):
+        if leftover.name not in result.files and leftover.exists():
+            leftover.unlink()
 
 
 def refresh(examples: list[Example], python: str, *, keep_going: bool = False, log=print) -> int:

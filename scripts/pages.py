@@ -86,6 +86,13 @@ class Run:
         return freeze.read_meta(self.example)
 
     @cached_property
+    def unavailable(self) -> str | None:
+        """Why the snippet could not run this example on the GPU, or None if it ran."""
+        self.meta  # a missing example fails here, with the command to run
+        path = self.example.unavailable_path
+        return path.read_text().strip() if path.exists() else None
+
+    @cached_property
     def table_data(self) -> ProfilerTable:
         return parse_table(self.example.table_path.read_text())
 

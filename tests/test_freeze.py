@@ -64,11 +64,15 @@ FAKE_SNIPPET = textwrap.dedent('''
     import argparse, json, pathlib, sys
     parser = argparse.ArgumentParser()
     parser.add_argument("--tag"); parser.add_argument("--crash", action="store_true")
+    parser.add_argument("--unavailable", action="store_true")
     parser.add_argument("--trace_dir", type=pathlib.Path)
     args = parser.parse_args()
     if args.crash:
         raise RuntimeError("CUDA error: out of memory")
     args.trace_dir.mkdir(parents=True, exist_ok=True)
+    if args.unavailable:
+        (args.trace_dir / (args.tag + ".unavailable")).write_text("No available kernel. Aborting execution.\\n")
+        sys.exit(0)
     trace = {"traceName": str(args.trace_dir / (args.tag + ".json")),
              "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2,
                               "pid": 1, "tid": 1, "args": {}}]}
@@ -164,3 +168,13 @@ def test_no_machine_path_or_host_name_under_traces():
             data = json.loads(text)
             assert "/" not in data.get("traceName", "")
             assert "host_name" not in data and "host_name" not in (data.get("distributedInfo") or {})
+
+
+def test_an_unavailable_example_freezes_its_reason_and_replaces_old_outputs(sandbox):
+    tmp_path, ok = sandbox
+    example = catalog.Example("fake", "run0", ("--tag", "run0", "--unavailable"))
+    assert freeze.refresh([example], sys.executable, log=lambda *_: None) == 0
+    files = snapshot(tmp_path / "traces" / "fake")
+    assert files["run0.unavailable"] == b"No available kernel. Aborting execution.\n"
+    assert "run0.json.gz" not in files and "run0.txt" not in files
+    assert freeze.status(example).ok
