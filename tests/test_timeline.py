@@ -1,0 +1,356 @@
+"""The timeline picture: valid, escaped, deterministic SVG; lanes, links, gaps and labels as the
+trace says; small and fast on a 200k-event trace."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from scripts import timeline
+from scripts.timeline import (
+    KIND_STYLES,
+    Box,
+    LabelRequest,
+    Span,
+    format_us,
+    layout_timeline,
+    merge_spans,
+    nice_ticks,
+    place_labels,
+    render_timeline,
+    render_timeline_file,
+)
+from scripts.trace import Window, build_trace, select_window
+from tests.timeline_traces import GEMM_KERNEL, TEMPLATE_KERNEL, cpu_trace, gpu_trace, large_gpu_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)
+
+
+def elements(root: ET.Element, tag: str, css_class: str) -> list[ET.Element]:
+    return [e for e in root.iter(SVG + tag) if css_class in (e.get("class") or "").split()]
+
+
+def texts(root: ET.Element, css_class: str) -> list[str]:
+    return ["".join(e.itertext()) for e in elements(root, "text", css_class)]
+
+
+def box_of(rect: ET.Element) -> Box:
+    return Box(*(float(rect.get(k)) for k in ("x", "y", "width", "height")))
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return build_trace(gpu_trace(), source="/home/someone/private/runs/synthetic.json")
+
+
+@pytest.fixture(scope="module")
+def gpu_svg(gpu):
+    return render_timeline(gpu)
+
+
+@pytest.fixture(scope="module")
+def large():
+    return build_trace(large_gpu_trace(200_000))
+
+
+def test_valid_xml_with_escaped_template_kernel_names(gpu_svg):
+    root = parse(gpu_svg)
+    assert root.tag == SVG + "svg"
+    assert "vectorized_elementwise_kernel<8," not in gpu_svg  # raw '<' would not even parse
+    assert "vectorized_elementwise_kernel&lt;8, at::native::CUDAFunctor_add&lt;c10::BFloat16&gt;" in gpu_svg
+    tooltips = ["".join(t.itertext()) for t in root.iter(SVG + "title")]
+    assert any(t.startswith(TEMPLATE_KERNEL) for t in tooltips), "the full kernel name is in a tooltip"
+
+
+def test_same_trace_same_bytes(gpu_svg):
+    again = render_timeline(build_trace(gpu_trace(), source="/home/someone/private/runs/synthetic.json"))
+    assert again == gpu_svg
+
+
+def test_large_trace_is_fast_and_small(large):
+    started = time.perf_counter()
+    svg = render_timeline(large)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 5.0, f"{elapsed:.2f} s"
+    assert len(svg.encode()) < 300_000
+    root = parse(svg)
+    merged = [r for r in root.iter(SVG + "rect") if (r.get("class") or "").startswith("m-")]
+    assert merged, "200k events in one step must merge"
+    assert any("+4 deeper levels folded in" == t for t in texts(root, "note"))
+
+
+def test_lanes_for_processes_threads_and_streams(gpu_svg):
+    root = parse(gpu_svg)
+    assert texts(root, "group") == ["python · pid 4242", "GPU 0 · NVIDIA H200"]
+    assert texts(root, "lane") == ["thread 4242 (python)", "stream 7", "stream 20"]
+
+
+def test_lane_groups_for_several_processes_and_gpus():
+    trace = build_trace(gpu_trace(host_pids=(11, 22), devices=(0, 1)))
+    root = parse(render_timeline(trace))
+    assert texts(root, "group") == ["python · pid 11", "python · pid 22", "GPU 0 · NVIDIA H200", "GPU 1 · NVIDIA H200"]
+    assert texts(root, "lane").count("stream 7") == 2
+
+
+def test_cpu_rows_follow_nesting_depth():
+    trace = build_trace(cpu_trace(depth=3))
+    layout = layout_timeline(trace)
+    rows = sorted({bar.box.y for bar in layout.bars})
+    assert len(rows) == 4  # the step annotation and three nested ops
+    by_name = {bar.label: bar.box.y for bar in layout.bars}
+    assert by_name["ProfilerStep#0"] < by_name["aten::level0"] < by_name["aten::level1"] < by_name["aten::level2"]
+
+
+def test_deep_nesting_folds_into_the_last_row():
+    trace = build_trace(cpu_trace(depth=12))
+    layout = layout_timeline(trace)
+    assert len({bar.box.y for bar in layout.bars}) == timeline.MAX_CPU_ROWS
+    assert any(h.text == "+5 deeper levels folded in" for h in layout.headings)
+
+
+def test_gap_labels_present_and_never_overlapping(gpu, gpu_svg):
+    root = parse(gpu_svg)
+    labels = texts(root, "gaptext")
+    assert "558 µs idle" in labels  # host-only stretch on the main stream
+    assert any("before the first kernel" in label or label == "120 µs idle" for label in labels)
+    boxes = [box_of(r) for r in elements(root, "rect", "gl")]
+    assert len(boxes) == len(labels) >= 4
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), (a, b)
+    shades = elements(root, "rect", "gap")
+    assert len(shades) >= len(labels)
+
+
+def test_gap_labels_stay_apart_when_gaps_crowd():
+    """Twenty short, equal gaps side by side: labels may be dropped, never overlap."""
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 6.0,
+               "args": {"correlation": i}} for i in range(20)]
+    trace = build_trace({"traceEvents": events})
+    layout = layout_timeline(trace)
+    boxes = [label.box for label in layout.labels if label.role == "gap"]
+    assert 0 < len(boxes) < 20
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b)
+
+
+def test_place_labels_prefers_priority_and_falls_back():
+    wide = Box(0, 0, 100, 10)
+    requests = [
+        LabelRequest(1.0, (("small", wide), ("small below", Box(0, 20, 100, 10))), "gap"),
+        LabelRequest(5.0, (("big", Box(50, 0, 100, 10)),), "gap"),
+        LabelRequest(0.5, (("dropped", Box(40, 0, 20, 10)), ("dropped too", Box(40, 22, 20, 10))), "gap"),
+    ]
+    placed = {label.text: label.box for label in place_labels(requests)}
+    assert set(placed) == {"big", "small below"}
+
+
+def test_launch_links_one_per_launched_activity_in_the_window(gpu, gpu_svg):
+    window = select_window(gpu)
+    launched = [a for a in gpu.gpu_activities if a.ts < window.end and a.end > window.start and gpu.launch_of(a)]
+    assert len(launched) == 4  # GEMM, add, memcpy, relu
+    links = elements(parse(gpu_svg), "line", "link")
+    legend_swatches = 1
+    assert len(links) - legend_swatches == len(launched)
+
+
+def test_links_from_launches_before_the_window_start_at_its_edge(gpu):
+    layout = layout_timeline(gpu, Window(250.0, 1250.0, "250-1250"))
+    before = [link for link in layout.links if link.before_window]
+    assert len(before) == 2  # the add kernel and the memcpy of step 2 ran after 250 us
+    assert all(link.x1 == timeline.PLOT_LEFT for link in before)
+
+
+def test_links_of_merged_bars_are_not_repeated(large):
+    layout = layout_timeline(large)
+
+    def bar_at(x: float, y: float) -> int:
+        """The topmost drawn bar under the point."""
+        hits = [i for i, bar in enumerate(layout.bars)
+                if bar.box.x - 0.01 <= x <= bar.box.right + 0.01 and bar.box.y - 0.01 <= y <= bar.box.bottom + 0.01]
+        return hits[-1]
+
+    pairs = {(bar_at(link.x1, link.y1), bar_at(link.x2, link.y2)) for link in layout.links}
+    assert len(layout.links) < 1000 < len(large.kernels)
+    assert len(pairs) == len(layout.links)
+
+
+def test_cpu_only_trace_says_there_is_no_gpu_activity():
+    svg = render_timeline(build_trace(cpu_trace()))
+    root = parse(svg)
+    assert texts(root, "lane") == ["thread 4242 (python)"]
+    assert "No GPU activity in this trace: a CPU-only profile" in texts(root, "note")
+    assert not elements(root, "rect", "gap") and not elements(root, "line", "link")
+
+
+@pytest.fixture(scope="module")
+def real_cpu_trace(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cpu_trace")
+    subprocess.run(
+        [sys.executable, str(ROOT / "snippets" / "01_matmul_add.py"), "--device", "cpu", "--size", "32", "--trace_dir", str(out)],
+        check=True, capture_output=True,
+    )
+    return next(out.glob("*.json"))
+
+
+def test_real_cpu_trace_renders(real_cpu_trace, tmp_path):
+    out = tmp_path / "timeline.svg"
+    window = render_timeline_file(real_cpu_trace, out, step=3)
+    assert window.label == "ProfilerStep#3"
+    root = parse(out.read_text(encoding="utf-8"))
+    assert "aten::matmul" in texts(root, "bar")
+    assert "No GPU activity in this trace: a CPU-only profile" in texts(root, "note")
+
+
+def test_no_host_names_or_absolute_paths(gpu_svg):
+    assert "secret-host-name" not in gpu_svg
+    assert "/home/someone" not in gpu_svg and "private" not in gpu_svg
+    assert "Timeline of synthetic.json" in gpu_svg
+    assert timeline.clean_text("/home/me/proj/train.py(80): step") == "train.py(80): step"
+    assert timeline.clean_text("torch/nn/modules/module.py(1739): _call_impl") == "torch/nn/modules/module.py(1739): _call_impl"
+    assert timeline.clean_text("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD (Pageable -> Device)"
+
+
+def test_step_bands_and_axis(gpu):
+    layout = layout_timeline(gpu, Window(0.0, 2000.0, "two steps"))
+    assert [band.name for band in layout.step_bands] == ["ProfilerStep#2", "ProfilerStep#3"]
+    assert [label.text for label in layout.labels if label.role == "step"] == ["ProfilerStep#2", "ProfilerStep#3"]
+    assert len(layout.step_lines) == 1  # the boundary between them; the window edges need none
+    assert [tick.text for tick in layout.ticks][-1] == "2.0 ms"
+
+
+def test_bar_labels_fit_their_bars_and_shorten_kernel_names(gpu):
+    layout = layout_timeline(gpu)
+    for bar in layout.bars:
+        if bar.label:
+            assert timeline.text_width(bar.label, 10) <= bar.box.w - 6
+    labels = [bar.label for bar in layout.bars if bar.kind == "kernel" and bar.label]
+    assert labels and all("<" not in label and "void" not in label for label in labels)
+    assert any(label.startswith(GEMM_KERNEL[:8]) for label in labels)
+
+
+def test_merge_spans_merges_runs_of_narrow_events_only():
+    def span(x0, x1, depth=0):
+        return Span(x0, x1, depth, (f"e{x0}",))
+
+    spans = [span(0, 0.1), span(0.2, 0.3), span(0.4, 0.45), span(5, 20), span(20.2, 20.3), span(30, 30.1), span(30.1, 30.2, 1)]
+    merged = merge_spans(spans, 0.5)
+    assert [len(s.events) for s in merged] == [3, 1, 1, 1, 1]
+    assert (merged[0].x0, merged[0].x1) == (0, 0.45)
+    assert len(merge_spans(merged, 16)) < len(merged)
+
+
+def test_text_contrast_at_least_4_5_to_1():
+    def luminance(hex_colour: str) -> float:
+        channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    def contrast(a: str, b: str) -> float:
+        la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+        return (la + 0.05) / (lb + 0.05)
+
+    for kind, (fill, _) in KIND_STYLES.items():
+        assert contrast(timeline.INK, fill) >= 4.5, kind
+    for ink in (timeline.INK, timeline.MUTED, timeline.GAP_INK):
+        for background in (timeline.CARD, timeline.LANE_TINT, timeline.STEP_TINT):
+            assert contrast(ink, background) >= 4.5, (ink, background)
+
+
+def test_svg_has_its_own_opaque_background_and_fixed_width(gpu_svg):
+    root = parse(gpu_svg)
+    assert root.get("viewBox").startswith("0 0 1200 ")
+    card = elements(root, "rect", "card")[0]
+    assert float(card.get("width")) >= 1199
+    assert re.search(r"\.card\{fill:#ffffff", gpu_svg)
+
+
+def test_coordinates_have_at_most_one_decimal(gpu_svg):
+    numbers = re.findall(r'(?:x|y|x1|x2|y1|y2|width|height)="(-?[0-9.]+)"', gpu_svg)
+    assert numbers and all(re.fullmatch(r"-?\d+(\.\d)?", n) for n in numbers)
+
+
+def test_facts_headline_is_optional_and_defensive(gpu):
+    @dataclass
+    class Facts:
+        verdict: str
+
+        def to_dict(self):
+            return {"window": {"gpu_busy_pct": 37.6, "verdict": self.verdict}, "steps": [{"gpu_busy_pct": 1.0}]}
+
+    svg = render_timeline(gpu, facts=Facts("compute-bound"))
+    assert "GPU busy 38% · compute-bound" in texts(parse(svg), "headline")
+    assert timeline.facts_headline({"verdict": {"label": "overhead-bound"}}) == "overhead-bound"
+    assert timeline.facts_headline(object()) == ""
+    assert timeline.facts_headline(None) == ""
+    assert not texts(parse(render_timeline(gpu)), "headline")
+
+
+def test_format_us_and_ticks_are_readable():
+    assert [format_us(v) for v in (0, 0.85, 4.254, 12.34, 558, 1234, 51_200, 2_500_000)] == [
+        "0 µs", "850 ns", "4.25 µs", "12.3 µs", "558 µs", "1.23 ms", "51.2 ms", "2.50 s"
+    ]
+    assert [text for _, text in nice_ticks(108.8)] == ["0", "20 µs", "40 µs", "60 µs", "80 µs", "100 µs"]
+
+
+def test_empty_window_between_events_still_renders(gpu):
+    root = parse(render_timeline(gpu, Window(5000.0, 6000.0, "after the end")))
+    assert any(note.startswith("No GPU activity in this window") for note in texts(root, "note"))
+
+
+def test_crowded_tiny_kernels_merge_and_show_their_busy_share():
+    """1000 kernels of 1 us, one every 4 us: each under a pixel, their gaps under a pixel too.
+    Drawn one by one they would look 100% busy; merged, the block says 25%."""
+    events = [{"ph": "X", "cat": "kernel", "name": "tiny", "pid": 0, "tid": 7, "ts": 4.0 * i, "dur": 1.0,
+               "args": {}} for i in range(1000)]
+    layout = layout_timeline(build_trace({"traceEvents": events}))
+    (block,) = [bar for bar in layout.bars if bar.kind == "kernel"]
+    assert block.merged == 1000
+    assert block.busy == pytest.approx(1000 / 3997, rel=1e-6)
+    assert block.label == "1,000 kernels, 25% busy"
+    assert "merged GPU work, filled to its busy share" in [item.text for item in layout.legend]
+
+
+def test_thin_links_keeps_one_per_spacing_on_each_row():
+    links = [timeline.Link(0, 0, x, y, False) for y in (100, 200) for x in (10, 12, 17, 18.5, 30)]
+    kept = timeline.thin_links(links, min_spacing=8)
+    assert [(link.x2, link.y2) for link in kept] == [(10, 100), (18.5, 100), (30, 100), (10, 200), (18.5, 200), (30, 200)]
+
+
+def test_profiler_overhead_gets_a_lane_of_its_own_after_the_program():
+    data = cpu_trace()
+    data["traceEvents"].append({"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": -1,
+                                "tid": 0, "ts": 20.0, "dur": 30.0, "args": {}})
+    root = parse(render_timeline(build_trace(data)))
+    assert texts(root, "group") == ["python · pid 4242", "Profiler and CUDA overhead", "GPU"]
+    assert texts(root, "lane") == ["thread 4242 (python)", "overhead"]
+
+
+def test_headline_uses_the_facts_of_the_drawn_window(gpu):
+    facts = {
+        "window": {"label": "whole trace", "gpu_busy_pct": 10.0, "verdict": {"label": "mixed"}},
+        "steps": [{"label": "ProfilerStep#2", "gpu_busy_pct": 20.7, "verdict": {"label": "overhead-bound"}}],
+    }
+    assert timeline.facts_headline(facts, "ProfilerStep#2") == "GPU busy 21% · overhead-bound"
+    assert timeline.facts_headline(facts, "250-1250 us") == "whole trace: GPU busy 10% · mixed"
+
+
+def test_headline_from_the_analyzer_when_it_is_there(gpu):
+    analysis = pytest.importorskip("scripts.analysis")
+    window = select_window(gpu)
+    svg = render_timeline(gpu, window, facts=analysis.facts(gpu, window=window))
+    (headline,) = texts(parse(svg), "headline")
+    assert headline.startswith("GPU busy ")
