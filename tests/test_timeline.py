@@ -354,3 +354,16 @@ def test_headline_from_the_analyzer_when_it_is_there(gpu):
     svg = render_timeline(gpu, window, facts=analysis.facts(gpu, window=window))
     (headline,) = texts(parse(svg), "headline")
     assert headline.startswith("GPU busy ")
+
+
+def test_same_bytes_under_any_hash_seed(gpu_svg):
+    """String hashing differs between processes: no set or dict order may leak into the output."""
+    code = (
+        "import sys; from scripts.trace import build_trace; from scripts.timeline import render_timeline; "
+        "from tests.timeline_traces import gpu_trace; "
+        "sys.stdout.write(render_timeline(build_trace(gpu_trace(), source='/home/someone/private/runs/synthetic.json')))"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, check=True,
+                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}, text=True, encoding="utf-8")
+        assert out.stdout == gpu_svg
