@@ -1,0 +1,691 @@
+"""Trace facts: what a torch.profiler trace says about GPU busy time, gaps, launches and kernels.
+
+`facts(trace)` is the entry point; `summary_text(facts)` reads it out. Definitions follow Holistic
+Trace Analysis (HTA 0.5.0) where HTA has one, so our numbers can be checked against it; the
+places where we differ on purpose are listed in scripts/ANALYZER_GUIDE.md:
+
+- GPU busy time is the union of kernel, memcpy and memset intervals (`gpu_user_annotation` rows
+  span idle gaps, and synchronization rows are waits: neither is busy time).
+- HTA's temporal breakdown: over the kernel span (first GPU activity start to last end), idle =
+  span - busy, compute = union of compute kernels, non-compute = the rest. Kernel kinds by name,
+  with HTA's regular expressions.
+- HTA's idle breakdown per stream: each gap before an activity is host wait (its launch call
+  began after the previous activity on the stream ended), else kernel wait (gap shorter than
+  KERNEL_WAIT_US), else other.
+- Launch delay: activity start - end of the runtime/driver call with the same correlation id,
+  clipped at 0, for every launch API (HTA only knows four names).
+
+A GPU activity belongs to the window (step) in which its launch call started, as HTA assigns
+kernels to iterations; busy time "in the step window" clips intervals to the window instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left, bisect_right
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from operator import attrgetter
+
+from scripts.intervals import Interval, union
+from scripts.trace import LAUNCH_KINDS, Event, Trace, Window, paused_gc, select_window
+
+# HTA's `consecutive_kernel_delay` default: a gap shorter than this between two activities on a
+# stream, not caused by the host, is the GPU's own launch latency ("kernel wait"). HTA's docstring
+# says nanoseconds, but it compares against trace timestamps, which are microseconds.
+KERNEL_WAIT_US = 30.0
+
+# Verdict thresholds, on the window's GPU busy percentage and on the share of the stream gaps that
+# is launch overhead (host wait + kernel wait). Explained in the guide page.
+COMPUTE_BOUND_MIN_BUSY_PCT = 80.0
+OVERHEAD_BOUND_MAX_BUSY_PCT = 50.0
+OVERHEAD_BOUND_MIN_LAUNCH_WAIT_PCT = 50.0
+
+TOP_KERNELS = 10
+
+# HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
+_COMMUNICATION = re.compile(r"^nccl.*Kernel")
+_MEMORY = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")
+_NOT_COMPUTE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
+
+# The launch APIs HTA's launch statistics know; we match every runtime/driver call by correlation.
+HTA_LAUNCH_APIS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync",
+    "runFunction - job_prep_and_submit_for_execution",
+})
+# Host calls that block until the GPU catches up: time in them is waiting, not host work.
+_HOST_WAIT_CALL = re.compile(r"Synchronize|^(cuda|hip)Memcpy$|^cuMemcpy(DtoH|HtoD)?(_v2)?$")
+HOST_WORK_KINDS = frozenset({"cpu_op"}) | LAUNCH_KINDS
+
+NO_GPU = "no GPU activity"
+
+
+# --- the facts ---------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelSpan:
+    """First GPU activity start to last end, for the activities launched in a window."""
+
+    start_us: float
+    end_us: float
+    dur_us: float
+    busy_us: float
+    busy_pct: float
+
+
+@dataclass
+class TemporalBreakdown:
+    """HTA's `get_temporal_breakdown` under its definitions (percentages of the kernel span)."""
+
+    scope: str
+    kernel_time_us: float
+    idle_us: float
+    compute_us: float
+    non_compute_us: float
+    idle_pct: float
+    compute_pct: float
+    non_compute_pct: float
+
+
+@dataclass
+class StreamIdle:
+    """HTA's `get_idle_time_breakdown` for one stream: the gaps before each activity."""
+
+    device: int | str
+    stream: int | str
+    activities: int
+    idle_us: float
+    host_wait_us: float
+    kernel_wait_us: float
+    other_us: float
+    host_wait_pct: float  # of idle_us
+    kernel_wait_pct: float
+    other_pct: float
+
+
+@dataclass
+class LaunchStats:
+    """Launch calls matched to the first GPU activity they started (by correlation id)."""
+
+    launches: int
+    delay_mean_us: float | None
+    delay_p50_us: float | None
+    delay_p90_us: float | None
+    delay_max_us: float | None
+    call_p50_us: float | None  # duration of the launch call on the host
+    by_api: dict[str, int]
+    hta_counts: int  # how many of them HTA's launch statistics would see
+
+
+@dataclass
+class KernelStat:
+    name: str
+    kind: str  # compute / communication / memory / other
+    count: int
+    total_us: float
+    mean_us: float
+    share_pct: float  # of all GPU activity time in the window
+
+
+@dataclass
+class Verdict:
+    label: str  # compute-bound / overhead-bound / mixed / no GPU activity
+    reason: str
+
+
+@dataclass
+class WindowFacts:
+    """The facts of one time window: a ProfilerStep, an explicit range or the whole trace."""
+
+    label: str
+    start_us: float
+    end_us: float
+    dur_us: float
+    gpu_busy_us: float  # clipped to the window, summed over the trace's GPUs
+    gpu_busy_pct: float  # of the window (times the number of GPUs)
+    kernel_span: KernelSpan | None
+    cpu_busy_us: float  # host threads running ops or launch calls, not blocked on the GPU
+    cpu_busy_pct: float
+    cpu_wait_us: float  # host threads blocked in synchronizing calls
+    temporal_breakdown: TemporalBreakdown | None
+    idle_by_stream: list[StreamIdle]
+    launches: LaunchStats
+    activities_by_kind: dict[str, int]  # kernel / memcpy / memset
+    kernels_by_kind: dict[str, int]  # compute / communication / memory / other
+    top_kernels: list[KernelStat]
+    verdict: Verdict
+
+
+@dataclass
+class TraceFacts:
+    source: str
+    rank: int | None
+    gpus: list[str]
+    events: int
+    duration_us: float
+    has_gpu_activity: bool
+    window: WindowFacts  # the window asked for; the whole trace by default
+    temporal_breakdown: TemporalBreakdown | None  # per trace, with HTA's choice of steps
+    steps: list[WindowFacts] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready, keys in declaration order, times in us rounded to ns, percentages to 0.01."""
+        return _rounded(asdict(self))
+
+
+def _rounded(value, key: str = ""):
+    if isinstance(value, dict):
+        return {k: _rounded(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v, key) for v in value]
+    if isinstance(value, float):
+        return round(value, 2 if key.endswith("_pct") else 3)
+    return value
+
+
+# --- the engine ----------------------------------------------------------------------------------
+
+
+def facts(trace: Trace, step: int | None = None, window: Window | tuple[float, float] | None = None
+          ) -> TraceFacts:
+    """All facts of a trace; `step` or `window` (a Window or (start, end) in us) picks the window
+    that `TraceFacts.window` describes (default: the whole trace). Steps are always listed."""
+    with paused_gc():
+        return _facts(trace, step, window)
+
+
+def _facts(trace: Trace, step, window) -> TraceFacts:
+    index = _TraceIndex(trace)
+    focus = _focus_window(trace, step, window)
+    steps = [Window(s.ts, s.end, s.name) for s in trace.steps]
+    notes = _notes(trace, index)
+    return TraceFacts(
+        source=trace.source,
+        rank=trace.rank,
+        gpus=[str(gpu.get("name", "")) for gpu in trace.gpus],
+        events=len(trace.events),
+        duration_us=index.trace_end,
+        has_gpu_activity=trace.has_gpu_activity,
+        window=window_facts(index, focus),
+        temporal_breakdown=_hta_scope_breakdown(index),
+        steps=[window_facts(index, s, top=0) for s in steps],
+        notes=notes,
+    )
+
+
+def _focus_window(trace: Trace, step, window) -> Window:
+    if isinstance(window, Window):
+        return window
+    if step is not None or window is not None:
+        return select_window(trace, step=step, window=window)
+    return Window(0.0, trace.end_us, "whole trace")
+
+
+def kernel_kind(name: str, kind: str = "kernel") -> str:
+    """compute / communication / memory / other, by HTA's name rules; memcpy and memset rows are
+    memory whatever their name (ROCm names them e.g. 'CopyDeviceToDevice')."""
+    if _COMMUNICATION.match(name):
+        return "communication"
+    if _MEMORY.match(name) or kind != "kernel":
+        return "memory"
+    return "compute" if not _NOT_COMPUTE.match(name) else "other"
+
+
+@dataclass(slots=True)
+class _Activity:
+    """A GPU activity with what the windows ask of it, looked up once."""
+
+    event: Event
+    launch: Event | None  # the runtime/driver call with the same correlation id
+    placed: float  # the time that places it in a window: its launch's start (HTA's iterations)
+    device: int | str
+    stream: int | str
+    kind: str  # compute / communication / memory / other
+
+    @property
+    def interval(self) -> Interval:
+        return (self.event.ts, self.event.ts + self.event.dur)
+
+
+class _TraceIndex:
+    """What every window needs, computed once per trace: activities ordered by placing time,
+    stream gaps, launch matches, and merged host and GPU intervals."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        launches = trace.launches_by_correlation
+        kinds: dict[tuple, str] = {}
+        self.activities = sorted(
+            (_activity(a, launches, kinds) for a in trace.gpu_activities),
+            key=attrgetter("placed"),
+        )
+        self.placed_times = [a.placed for a in self.activities]
+        self.devices = sorted({a.device for a in self.activities}, key=str)
+        self.busy_by_device = {
+            device: union(a.interval for a in self.activities if a.device == device)
+            for device in self.devices
+        }
+        self.gaps = _stream_gaps(self.activities)
+        self.gap_times = [g.placed for g in self.gaps]
+        self.launch_matches = _launch_matches(self.activities)
+        self.launch_times = [m.call.ts for m in self.launch_matches]
+        self.trace_end = trace.end_us
+        host_work, host_wait = _host_intervals(trace.of_kinds(sorted(HOST_WORK_KINDS)))
+        self.host_work = host_work
+        self.host_wait = _intersection(host_work, host_wait)
+
+    def placed_in(self, window: Window) -> list[_Activity]:
+        lo = bisect_left(self.placed_times, window.start)
+        return self.activities[lo:bisect_left(self.placed_times, window.end)]
+
+
+def _activity(event: Event, launches: dict, kinds: dict) -> _Activity:
+    args = event.args
+    launch = launches.get(args.get("correlation"))
+    device, stream = args.get("device"), args.get("stream")
+    kind = kinds.get((event.name, event.kind))
+    if kind is None:
+        kind = kinds[(event.name, event.kind)] = kernel_kind(event.name, event.kind)
+    return _Activity(
+        event=event,
+        launch=launch,
+        placed=event.ts if launch is None else launch.ts,
+        device=event.pid if device is None else device,
+        stream=event.tid if stream is None else stream,
+        kind=kind,
+    )
+
+
+def _host_intervals(events: list[Event]) -> tuple[list[Interval], list[Interval]]:
+    """The merged intervals of host work (ops and launch calls) and of blocking calls, in one
+    pass over host events sorted by start (so merging needs no sort)."""
+    work: list[list[float]] = []
+    wait: list[list[float]] = []
+    blocking: dict[str, bool] = {}
+    for event in events:
+        end = event.ts + event.dur
+        _merge_into(work, event.ts, end)
+        if event.kind in LAUNCH_KINDS:
+            is_wait = blocking.get(event.name)
+            if is_wait is None:
+                is_wait = blocking[event.name] = bool(_HOST_WAIT_CALL.search(event.name))
+            if is_wait:
+                _merge_into(wait, event.ts, end)
+    return [(s, e) for s, e in work], [(s, e) for s, e in wait]
+
+
+def _merge_into(merged: list[list[float]], start: float, end: float) -> None:
+    """Add an interval that starts no earlier than the ones before it."""
+    if merged and start <= merged[-1][1]:
+        if end > merged[-1][1]:
+            merged[-1][1] = end
+    elif end > start:
+        merged.append([start, end])
+
+
+def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> WindowFacts:
+    """The facts of one window; `top` kernels are listed (0 for none)."""
+    activities = index.placed_in(window)
+    merged = union(a.interval for a in activities)
+    n_gpus = max(len(index.devices), 1)
+    busy = sum((_covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
+    cpu_work = _covered(index.host_work, window.start, window.end)
+    cpu_wait = _covered(index.host_wait, window.start, window.end)
+    idle_by_stream = _idle_by_stream(index, window)
+    busy_pct = _pct(busy, window.dur * n_gpus)
+    return WindowFacts(
+        label=window.label,
+        start_us=window.start,
+        end_us=window.end,
+        dur_us=window.dur,
+        gpu_busy_us=busy,
+        gpu_busy_pct=busy_pct,
+        kernel_span=_kernel_span(merged),
+        cpu_busy_us=cpu_work - cpu_wait,
+        cpu_busy_pct=_pct(cpu_work - cpu_wait, window.dur),
+        cpu_wait_us=cpu_wait,
+        temporal_breakdown=temporal_breakdown(activities, window.label, merged),
+        idle_by_stream=idle_by_stream,
+        launches=_launch_stats(index, window),
+        activities_by_kind=dict(Counter(a.event.kind for a in activities)),
+        kernels_by_kind=dict(Counter(a.kind for a in activities)),
+        top_kernels=top_kernels(activities, top) if top else [],
+        verdict=verdict(index.trace.has_gpu_activity, busy_pct, idle_by_stream),
+    )
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def _kernel_span(merged: list[Interval]) -> KernelSpan | None:
+    if not merged:
+        return None
+    start, end = merged[0][0], merged[-1][1]
+    busy = sum(e - s for s, e in merged)
+    return KernelSpan(start, end, end - start, busy, _pct(busy, end - start))
+
+
+def temporal_breakdown(activities: list[_Activity], scope: str,
+                       merged: list[Interval] | None = None) -> TemporalBreakdown | None:
+    """HTA's temporal breakdown of these activities (None without any); `merged` is their union
+    when the caller has it."""
+    if not activities:
+        return None
+    merged = union(a.interval for a in activities) if merged is None else merged
+    span = merged[-1][1] - merged[0][0]
+    busy = sum(e - s for s, e in merged)
+    compute = sum(e - s for s, e in union(a.interval for a in activities if a.kind == "compute"))
+    idle = span - busy
+    return TemporalBreakdown(
+        scope=scope,
+        kernel_time_us=span,
+        idle_us=idle,
+        compute_us=compute,
+        non_compute_us=span - idle - compute,
+        idle_pct=_pct(idle, span),
+        compute_pct=_pct(compute, span),
+        non_compute_pct=_pct(span - idle - compute, span),
+    )
+
+
+def _hta_scope_breakdown(index: _TraceIndex) -> TemporalBreakdown | None:
+    """The per-trace breakdown over the activities HTA keeps: with two or more ProfilerSteps, only
+    those launched (by a host call with the same correlation) before the last step started."""
+    steps = index.trace.steps
+    activities = index.activities
+    scope = "whole trace"
+    if len(steps) >= 2:
+        last = steps[-1]
+        activities = [a for a in activities if a.launch is not None and a.launch.ts < last.ts]
+        scope = f"launched before {last.name} (HTA drops the last step)"
+    return temporal_breakdown(activities, scope)
+
+
+@dataclass(slots=True)
+class _Gap:
+    placed: float  # the placing time of the activity after the gap
+    device: int | str
+    stream: int | str
+    dur: float
+    category: str  # host_wait / kernel_wait / other
+
+
+def _stream_gaps(activities: list[_Activity]) -> list[_Gap]:
+    """Every gap between consecutive activities of a stream, categorized as HTA does; sorted
+    by placing time. Overlaps (a negative gap) count as no idle time."""
+    by_stream = defaultdict(list)
+    for activity in activities:
+        by_stream[(activity.device, activity.stream)].append(activity)
+    gaps = []
+    for (device, stream), on_stream in by_stream.items():
+        on_stream.sort(key=lambda a: a.event.ts)
+        for previous, current in zip(on_stream, on_stream[1:]):
+            previous_end = previous.event.ts + previous.event.dur
+            gap = current.event.ts - previous_end
+            if current.launch is not None and current.launch.ts > previous_end:
+                category = "host_wait"
+            elif gap < KERNEL_WAIT_US:
+                category = "kernel_wait"
+            else:
+                category = "other"
+            gaps.append(_Gap(current.placed, device, stream, max(gap, 0.0), category))
+    gaps.sort(key=attrgetter("placed"))
+    return gaps
+
+
+def _idle_by_stream(index: _TraceIndex, window: Window) -> list[StreamIdle]:
+    lo, hi = bisect_left(index.gap_times, window.start), bisect_left(index.gap_times, window.end)
+    totals: dict[tuple, Counter] = defaultdict(Counter)
+    for gap in index.gaps[lo:hi]:
+        totals[(gap.device, gap.stream)][gap.category] += gap.dur
+        totals[(gap.device, gap.stream)]["activities"] += 1
+    rows = []
+    for (device, stream), total in sorted(totals.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        idle = total["host_wait"] + total["kernel_wait"] + total["other"]
+        rows.append(StreamIdle(
+            device=device, stream=stream, activities=int(total["activities"]), idle_us=idle,
+            host_wait_us=total["host_wait"], kernel_wait_us=total["kernel_wait"],
+            other_us=total["other"], host_wait_pct=_pct(total["host_wait"], idle),
+            kernel_wait_pct=_pct(total["kernel_wait"], idle), other_pct=_pct(total["other"], idle),
+        ))
+    return rows
+
+
+@dataclass(slots=True)
+class _LaunchMatch:
+    call: Event
+    delay: float
+
+
+def _launch_matches(activities: list[_Activity]) -> list[_LaunchMatch]:
+    """One match per launch call and the earliest activity it started (a CUDA graph launch
+    starts many; only the first one's delay is the launch's), sorted by call start."""
+    first: dict[int, _Activity] = {}
+    for activity in activities:
+        if activity.launch is None:
+            continue
+        key = id(activity.launch)
+        if key not in first or activity.event.ts < first[key].event.ts:
+            first[key] = activity
+    matches = [_LaunchMatch(a.launch, max(a.event.ts - a.launch.end, 0.0)) for a in first.values()]
+    matches.sort(key=lambda m: m.call.ts)
+    return matches
+
+
+def _launch_stats(index: _TraceIndex, window: Window) -> LaunchStats:
+    lo = bisect_left(index.launch_times, window.start)
+    matches = index.launch_matches[lo:bisect_left(index.launch_times, window.end)]
+    delays = sorted(m.delay for m in matches)
+    calls = sorted(m.call.dur for m in matches)
+    by_api = Counter(m.call.name for m in matches)
+    return LaunchStats(
+        launches=len(matches),
+        delay_mean_us=sum(delays) / len(delays) if delays else None,
+        delay_p50_us=_percentile(delays, 50),
+        delay_p90_us=_percentile(delays, 90),
+        delay_max_us=delays[-1] if delays else None,
+        call_p50_us=_percentile(calls, 50),
+        by_api=dict(by_api.most_common()),
+        hta_counts=sum(n for api, n in by_api.items() if api in HTA_LAUNCH_APIS),
+    )
+
+
+def _percentile(ordered: list[float], pct: float) -> float | None:
+    """Nearest-rank percentile of an ordered list."""
+    if not ordered:
+        return None
+    return ordered[max(math.ceil(pct / 100 * len(ordered)) - 1, 0)]
+
+
+def top_kernels(activities: list[_Activity], top: int = TOP_KERNELS) -> list[KernelStat]:
+    """The GPU activities with the most total time, by name."""
+    totals: dict[str, list] = {}
+    for activity in activities:
+        entry = totals.setdefault(activity.event.name, [0, 0.0, activity.kind])
+        entry[0] += 1
+        entry[1] += activity.event.dur
+    all_time = sum(entry[1] for entry in totals.values())
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
+    return [KernelStat(name, kind, count, total, total / count, _pct(total, all_time))
+            for name, (count, total, kind) in ranked]
+
+
+def verdict(has_gpu_activity: bool, busy_pct: float, idle_by_stream: list[StreamIdle]) -> Verdict:
+    """compute-bound / overhead-bound / mixed, from the window's GPU busy percentage and the share
+    of the stream gaps that is launch overhead (host wait + kernel wait); thresholds: the module
+    constants."""
+    if not has_gpu_activity:
+        return Verdict(NO_GPU, "the trace has no kernel, memcpy or memset: only host facts apply")
+    if busy_pct == 0:
+        return Verdict(NO_GPU, "no GPU activity in this window")
+    idle = sum(s.idle_us for s in idle_by_stream)
+    overhead_pct = _pct(sum(s.host_wait_us + s.kernel_wait_us for s in idle_by_stream), idle)
+    if busy_pct >= COMPUTE_BOUND_MIN_BUSY_PCT:
+        return Verdict("compute-bound", f"the GPU was busy {busy_pct:.0f}% of the window "
+                       f"(at least {COMPUTE_BOUND_MIN_BUSY_PCT:g}%): its kernels set the pace")
+    if busy_pct < OVERHEAD_BOUND_MAX_BUSY_PCT and overhead_pct >= OVERHEAD_BOUND_MIN_LAUNCH_WAIT_PCT:
+        return Verdict("overhead-bound", f"the GPU was busy only {busy_pct:.0f}% of the window and "
+                       f"{overhead_pct:.0f}% of its idle time between activities was spent "
+                       "waiting for launches")
+    return Verdict("mixed", f"the GPU was busy {busy_pct:.0f}% of the window; {overhead_pct:.0f}% "
+                   "of its idle time between activities was spent waiting for launches")
+
+
+def _notes(trace: Trace, index: _TraceIndex) -> list[str]:
+    notes = []
+    if not trace.has_gpu_activity:
+        notes.append("no GPU activity: the trace has host events only (CPU-only profile, or "
+                     "CUDA activities were not recorded)")
+    unmatched = sum(1 for a in index.activities if a.launch is None)
+    if unmatched:
+        notes.append(f"{unmatched} GPU activities have no launch call in the trace: they are "
+                     "placed by their own start time, and HTA leaves them out")
+    syncs = sum(1 for e in trace.events if e.kind == "sync")
+    if syncs:
+        notes.append(f"{syncs} synchronization rows on the GPU are not counted as busy time "
+                     "(HTA counts them as non-compute time)")
+    if len(index.devices) > 1:
+        notes.append(f"{len(index.devices)} GPUs in one trace: busy percentages are averaged over "
+                     "them; the temporal breakdown merges them, as HTA does per trace file")
+    return notes
+
+
+# --- interval helpers over merged (sorted, disjoint) interval lists ------------------------------
+
+
+def _covered(merged: list[Interval], start: float, end: float) -> float:
+    """How much of [start, end] the merged intervals cover."""
+    total = 0.0
+    i = bisect_right(merged, (start, math.inf)) - 1
+    for s, e in merged[max(i, 0):]:
+        if s >= end:
+            break
+        if e > start:
+            total += min(e, end) - max(s, start)
+    return total
+
+
+def _intersection(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    """The parts covered by both merged lists."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+# --- the summary ---------------------------------------------------------------------------------
+
+
+def summary_text(trace_facts: TraceFacts) -> str:
+    """The facts as readable lines."""
+    f = trace_facts
+    lines = [f"trace: {f.source or 'trace'}" + _trace_tags(f)]
+    lines.append(f"events: {f.events:,} over {_ms(f.duration_us)}; {len(f.steps)} ProfilerSteps")
+    lines += _window_lines(f.window)
+    if f.temporal_breakdown is not None:
+        lines.append("temporal breakdown, HTA's definitions, per trace "
+                     f"({f.temporal_breakdown.scope}):")
+        lines.append("  " + _breakdown_line(f.temporal_breakdown))
+    if f.steps:
+        lines += _steps_table(f.steps)
+    lines += [f"note: {note}" for note in f.notes]
+    return "\n".join(lines)
+
+
+def _trace_tags(f: TraceFacts) -> str:
+    tags = [f"rank {f.rank}"] if f.rank is not None else []
+    tags += sorted(set(f.gpus))
+    return f" ({', '.join(tags)})" if tags else ""
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:,.1f} ms" if us >= 1000 else f"{us:,.1f} us"
+
+
+def _window_lines(w: WindowFacts) -> list[str]:
+    lines = [f"window: {w.label} ({_ms(w.start_us)} to {_ms(w.end_us)}, {_ms(w.dur_us)})"]
+    if w.verdict.label == NO_GPU:
+        lines.append(f"  GPU: {NO_GPU}")
+    else:
+        lines.append(f"  GPU busy: {_ms(w.gpu_busy_us)} = {w.gpu_busy_pct:.1f}% of the window")
+        if w.kernel_span is not None:
+            s = w.kernel_span
+            lines.append(f"  GPU busy in its kernel span: {s.busy_pct:.1f}% of {_ms(s.dur_us)}")
+    lines.append(f"  CPU busy: {_ms(w.cpu_busy_us)} = {w.cpu_busy_pct:.1f}% of the window"
+                 f" (blocked on the GPU: {_ms(w.cpu_wait_us)})")
+    lines.append(f"  verdict: {w.verdict.label}: {w.verdict.reason}")
+    if w.temporal_breakdown is not None:
+        lines.append("  temporal breakdown (HTA's definitions): " + _breakdown_line(w.temporal_breakdown))
+    for s in w.idle_by_stream:
+        lines.append(f"  idle on GPU {s.device} stream {s.stream}: {_ms(s.idle_us)} = host wait "
+                     f"{s.host_wait_pct:.1f}% · kernel wait {s.kernel_wait_pct:.1f}% · other "
+                     f"{s.other_pct:.1f}%")
+    lines += _launch_lines(w.launches)
+    if w.activities_by_kind:
+        counts = " · ".join(f"{n:,} {k}" for k, n in sorted(w.activities_by_kind.items()))
+        kinds = " · ".join(f"{k} {n:,}" for k, n in sorted(w.kernels_by_kind.items()))
+        lines.append(f"  GPU activities: {counts} (by kind: {kinds})")
+    if w.top_kernels:
+        lines.append("  top GPU activities by total time:")
+        lines.append(f"    {'share':>6}  {'total':>10}  {'count':>6}  {'mean us':>9}  name")
+        for k in w.top_kernels:
+            lines.append(f"    {k.share_pct:5.1f}%  {_ms(k.total_us):>10}  {k.count:6,}  "
+                         f"{k.mean_us:9.1f}  {short_name(k.name)}")
+    return lines
+
+
+def _launch_lines(launches: LaunchStats) -> list[str]:
+    if not launches.launches:
+        return []
+    apis = ", ".join(f"{api} {n:,}" for api, n in launches.by_api.items())
+    return [
+        f"  launches: {launches.launches:,} ({apis}); HTA's launch statistics see "
+        f"{launches.hta_counts:,} of them",
+        f"  launch delay: median {launches.delay_p50_us:.1f} us, p90 {launches.delay_p90_us:.1f} us, "
+        f"max {launches.delay_max_us:,.1f} us; launch call median {launches.call_p50_us:.1f} us",
+    ]
+
+
+def _breakdown_line(b: TemporalBreakdown) -> str:
+    return (f"idle {b.idle_pct:.2f}% · compute {b.compute_pct:.2f}% · non-compute "
+            f"{b.non_compute_pct:.2f}% of {_ms(b.kernel_time_us)}")
+
+
+def _steps_table(steps: list[WindowFacts]) -> list[str]:
+    lines = ["per ProfilerStep:",
+             f"  {'step':>6}  {'duration':>10}  {'CPU busy':>8}  {'GPU busy':>8}  {'in span':>7}  "
+             f"{'launches':>8}  {'delay p50':>9}  verdict"]
+    for s in steps:
+        number = s.label.rsplit("#", 1)[-1]
+        span = f"{s.kernel_span.busy_pct:6.1f}%" if s.kernel_span else f"{'-':>7}"
+        delay = f"{s.launches.delay_p50_us:6.1f} us" if s.launches.launches else f"{'-':>9}"
+        lines.append(f"  {number:>6}  {_ms(s.dur_us):>10}  {s.cpu_busy_pct:7.1f}%  "
+                     f"{s.gpu_busy_pct:7.1f}%  {span}  {s.launches.launches:8,}  {delay}  "
+                     f"{s.verdict.label}")
+    return lines
+
+
+def short_name(name: str, width: int = 80) -> str:
+    """A C++ kernel name without template and function arguments, as HTA shortens names."""
+    if "<" in name or "(" in name:
+        depth, kept = 0, []
+        for char in name.replace("->", ""):
+            if char in "<(":
+                depth += 1
+            elif char in ">)":
+                depth = max(depth - 1, 0)
+            elif depth == 0:
+                kept.append(char)
+        name = "".join(kept).split(" ")[-1] or name
+    return name if len(name) <= width else name[: width - 1] + "…"
+

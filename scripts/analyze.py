@@ -1,0 +1,136 @@
+"""Say what a torch.profiler trace shows: GPU busy time, its gaps and why, launch delays, the top
+kernels, and whether the program is overhead-bound or compute-bound.
+
+    python scripts/analyze.py TRACE [TRACE ...] [--json] [--svg OUT] [--step N | --window START:END]
+
+Reads .json and .json.gz chrome traces from torch.profiler / Kineto of any version, CUDA or ROCm,
+one file per rank. The definitions are in scripts/ANALYZER_GUIDE.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file path: make the `scripts` package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.analysis import TraceFacts, facts, summary_text  # noqa: E402
+from scripts.trace import Trace, TraceError, load_trace, select_window  # noqa: E402
+
+PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
+EXIT_BAD_INPUT = 2
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="analyze.py",
+        description=__doc__.split("\n\n")[0],
+        epilog="Times are microseconds from the trace's first event. Exit status 2: a file "
+               "could not be read as a trace (one line on stderr says why).",
+    )
+    parser.add_argument("traces", nargs="+", type=Path, metavar="TRACE",
+                        help="a .json or .json.gz chrome trace (one per rank)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object per trace (one per line) instead of text")
+    parser.add_argument("--svg", type=Path, metavar="OUT",
+                        help="also write the annotated timeline of the window (default: the "
+                             "first ProfilerStep): to OUT for one trace; with several traces OUT "
+                             "is a directory that gets one <trace name>.svg each")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--step", type=int, metavar="N",
+                       help="describe ProfilerStep#N (default: the whole trace)")
+    where.add_argument("--window", type=_window_arg, metavar="START:END",
+                       help="describe the time range START:END, in us")
+    return parser.parse_args(argv)
+
+
+def _window_arg(text: str) -> tuple[float, float]:
+    start, sep, end = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return float(start), float(end)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END in microseconds, got {text!r}") from None
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    svg_paths = _svg_paths(args.svg, args.traces) if args.svg else {}
+    status = 0
+    for number, path in enumerate(args.traces):
+        try:
+            trace = load_trace(path, progress=_progress_printer(path))
+            trace_facts = facts(trace, step=args.step, window=args.window)
+            if args.svg:
+                _write_svg(trace, trace_facts, args, svg_paths[path])
+        except TraceError as err:
+            status = _fail(str(err))
+            continue
+        except Exception as err:  # a file that breaks the analysis is still a bad input
+            if os.environ.get("ANALYZE_DEBUG"):
+                raise
+            status = _fail(f"{path}: cannot analyze this trace ({type(err).__name__}: {err})")
+            continue
+        if args.json:
+            print(json.dumps(trace_facts.to_dict()))
+        else:
+            print(("\n" if number else "") + summary_text(trace_facts))
+    return status
+
+
+def _fail(message: str) -> int:
+    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _svg_paths(out: Path, traces: list[Path]) -> dict[Path, Path]:
+    """OUT itself for one trace; OUT/<name>.svg for several (a -2, -3 suffix on clashing names)."""
+    if len(traces) == 1:
+        return {traces[0]: out}
+    paths, taken = {}, set()
+    for trace in traces:
+        name = trace.name.removesuffix(".gz").removesuffix(".json")
+        candidate, n = name, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{name}-{n}"
+        taken.add(candidate)
+        paths[trace] = out / f"{candidate}.svg"
+    return paths
+
+
+def _write_svg(trace: Trace, trace_facts: TraceFacts, args, out: Path) -> None:
+    from scripts.timeline import render_timeline  # only --svg needs the renderer
+
+    window = select_window(trace, step=args.step, window=args.window)
+    window_facts = trace_facts if args.step is not None or args.window else facts(trace, window=window)
+    svg = render_timeline(trace, window=window, facts=window_facts)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(svg)
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def _progress_printer(path: Path):
+    """A progress callback for large files when stderr is a terminal, else None."""
+    try:
+        large = path.stat().st_size >= PROGRESS_MIN_BYTES
+    except OSError:
+        return None
+    if not (large and sys.stderr.isatty()):
+        return None
+
+    def show(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\rreading {path.name}: {100 * done // max(total, 1)}%", end=end, file=sys.stderr,
+              flush=True)
+
+    return show
+
+
+if __name__ == "__main__":
+    sys.exit(main())
