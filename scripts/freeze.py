@@ -109,11 +109,23 @@ def check(examples: list[Example]) -> list[Status]:
     return [s for s in map(status, examples) if not s.ok]
 
 
+def _refresh_keys(examples: list[Example]) -> list[str]:
+    """The shortest ONLY= list: a snippet's name where all its examples need a run."""
+    from scripts.catalog import EXAMPLES
+
+    keys = []
+    for snippet in dict.fromkeys(e.snippet for e in examples):
+        mine = [e for e in examples if e.snippet == snippet]
+        everything = [e for e in EXAMPLES if e.snippet == snippet]
+        keys += [snippet] if len(mine) == len(everything) else [e.key for e in mine]
+    return keys
+
+
 def stale_report(problems: list[Status]) -> str:
     """One message for all of them: which example, what changed, and the one command to run."""
     lines = [f"{len(problems)} frozen example(s) need a GPU run:"]
     lines += [f"  {p.example.key} is {p.state}: {p.reason}" for p in problems]
-    keys = " ".join(p.example.key for p in problems)
+    keys = " ".join(_refresh_keys([p.example for p in problems]))
     lines.append(f'Refresh on a GPU machine with: make refresh ONLY="{keys}"  (then commit traces/)')
     return "\n".join(lines)
 

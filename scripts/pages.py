@@ -167,6 +167,10 @@ class Run:
             f"explore it.</figcaption></figure>"
         )
 
+    def facts(self) -> str:
+        """The analyzer's headline facts about the whole trace, as a box."""
+        return render_facts_box(load_facts_json(self), relative_url(FACTS_GUIDE))
+
     def links(self) -> str:
         """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""
         site_path = trace_site_path(self.example)
@@ -187,6 +191,39 @@ class Run:
                         f"Shareable Perfetto link</a>")
         html.append("</div>")
         return "".join(html)
+
+
+FACTS_GUIDE = "guide/analyze-your-trace/"
+
+
+def render_facts_box(facts: dict, guide_href: str) -> str:
+    """A compact box of the analyzer's headline facts about a whole trace."""
+    w = facts["window"]
+    rows = [("Verdict", f"<strong>{escape(w['verdict']['label'])}</strong>: {escape(w['verdict']['reason'])}")]
+    if facts["has_gpu_activity"]:
+        span = w["kernel_span"]
+        rows.append(("GPU busy", f"{w['gpu_busy_pct']:.1f}% of the trace ({format_us(w['gpu_busy_us'])}); "
+                                 f"{span['busy_pct']:.1f}% of its kernel span ({format_us(span['dur_us'])})"))
+        idle = w["temporal_breakdown"]
+        rows.append(("Idle (HTA's breakdown)", f"{idle['idle_pct']:.1f}% idle · {idle['compute_pct']:.1f}% compute · "
+                                               f"{idle['non_compute_pct']:.1f}% non-compute"))
+        launches = w["launches"]
+        apis = ", ".join(f"<code>{escape(api)}</code> {n}" for api, n in launches["by_api"].items())
+        delay = launches.get("delay_p50_us")
+        rows.append(("Launches", f"{launches['launches']} ({apis})"
+                                 + (f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
+        kinds = ", ".join(f"{n} {escape(kind)}" for kind, n in w["activities_by_kind"].items())
+        rows.append(("GPU activities", kinds))
+        top = w["top_kernels"][0]
+        rows.append(("Top kernel", f"<code>{escape(top['name'])}</code>, {top['share_pct']:.0f}% of GPU time"))
+    else:
+        rows.append(("GPU", "no GPU activity in this trace"))
+    rows.append(("CPU busy", f"{w['cpu_busy_pct']:.1f}% of the trace ({format_us(w['cpu_busy_us'])})"))
+    body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
+    return (
+        '<div class="admonition abstract facts"><p class="admonition-title">What the analyzer says '
+        f'(<a href="{guide_href}">how to read this</a>)</p><dl>{body}</dl></div>'
+    )
 
 
 def example(key: str) -> Run:

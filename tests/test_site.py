@@ -126,7 +126,7 @@ def test_caption_names_the_run(part1):
 def test_landing_and_rebuild_pages(built_site):
     home = (built_site / "index.html").read_text()
     assert "The numbers come from an" in home
-    rebuild = (built_site / "rebuild" / "index.html").read_text()
+    rebuild = (built_site / "guide" / "rebuild" / "index.html").read_text()
     assert "make refresh" in rebuild and "fresh" in rebuild
 
 
