@@ -28,7 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from scripts.intervals import gaps as uncovered, total, union
+from scripts.intervals import gaps as uncovered
+from scripts.intervals import total, union
 from scripts.trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Event, Trace, Window, load_trace, select_window
 
 # Geometry in px. The viewBox is WIDTH wide (it scales with the page); the height grows with lanes.
@@ -231,7 +232,9 @@ class Link:
     y1: float
     x2: float
     y2: float
-    before_window: bool  # launched before the window: starts at the left edge, drawn dashed
+    # '' when both ends are in the window; 'before' (launched before it: starts at its left edge) or
+    # 'after' (the activity runs after it: ends at its right edge), drawn dashed.
+    outside: str = ""
 
 
 @dataclass(frozen=True)
@@ -458,7 +461,9 @@ def merge_spans(spans: Iterable[Span], min_px: float) -> list[Span]:
     return merged
 
 
-def place_labels(requests: list[LabelRequest], occupied: list[Box] = (), pad: float = 2.0) -> list[PlacedLabel]:
+def place_labels(
+    requests: list[LabelRequest], occupied: list[Box] = (), pad: float = 2.0
+) -> list[PlacedLabel]:
     """Greedy placement: by priority, each label takes its first option that overlaps no placed
     label (nor `occupied`), or is dropped."""
     taken = list(occupied)
@@ -510,6 +515,7 @@ class Skeleton:
     layout: TimelineLayout
     rows: list[Row]
     host_rows: dict  # (pid, tid) -> bottom y of each row: where links from before the window start
+    activity_rows: dict  # (pid, tid) of a stream -> top y of its activity row: where links end
     launch_depths: dict  # correlation id -> nesting depth of the launch call
     scale: TimeScale
 
@@ -525,11 +531,14 @@ class _Plan:
     gap_brackets: list[Box] = field(default_factory=list)
     labels: list[PlacedLabel] = field(default_factory=list)
     host_rows: dict = field(default_factory=dict)
+    activity_rows: dict = field(default_factory=dict)
 
     def heading(self, text: str, baseline: float, style: str = "lane") -> None:
         size = 11.5 if style == "group" else 11.0
         indent = MARGIN if style == "group" else MARGIN + 10
-        self.headings.append(Heading(indent, baseline, fit_text(text, PLOT_LEFT - indent - 10, size), text, style))
+        self.headings.append(
+            Heading(indent, baseline, fit_text(text, PLOT_LEFT - indent - 10, size), text, style)
+        )
 
 
 def _stack_rows(plan: _Plan, lane: LaneEvents, top: float, row_h: float, max_rows: int) -> tuple[int, int]:
@@ -550,7 +559,9 @@ def _stack_rows(plan: _Plan, lane: LaneEvents, top: float, row_h: float, max_row
         depths[-1] = [depths[-1][i] for i in order]
     for index in range(n_rows):
         is_folded = folded > 0 and index == n_rows - 1
-        plan.rows.append(Row(top + index * row_h + 1, row_h - 2, events[index], depths[index], is_folded, False))
+        plan.rows.append(
+            Row(top + index * row_h + 1, row_h - 2, events[index], depths[index], is_folded, False)
+        )
     return n_rows, folded
 
 
@@ -576,19 +587,24 @@ def _plan_gpu_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float, scal
         top += n_rows * MARKER_ROW_H
     plan.lane_backgrounds.append(Box(PLOT_LEFT, lane_top, PLOT_RIGHT - PLOT_LEFT, top + GPU_ROW_H - lane_top))
     plan.rows.append(Row(top + 1, GPU_ROW_H - 2, lane.activities, [0] * len(lane.activities), False, True))
+    plan.activity_rows[lane.key] = top + 1
     idle = uncovered([(e.ts, e.ts + e.dur) for e in lane.activities], scale.start, scale.end)
     visible = [(s, e) for s, e in idle if (e - s) * scale.px_per_us >= MIN_DRAW_PX]
     shades = [Box(scale.x(s), top, scale.x(e) - scale.x(s), GPU_ROW_H) for s, e in visible]
     plan.gap_shades.extend(shades)
     strip_top = top + GPU_ROW_H
     first_gap_starts_window = bool(idle) and idle[0][0] <= scale.start and len(idle) > 1
-    requests = _gap_label_requests(visible, shades, bool(lane.activities), first_gap_starts_window, top, strip_top)
+    requests = _gap_label_requests(
+        visible, shades, bool(lane.activities), first_gap_starts_window, top, strip_top
+    )
     placed = place_labels(requests)
     plan.labels.extend(placed)
     in_strip = [label for label in placed if label.box.y >= strip_top]
     for label in in_strip:
         plan.gap_brackets.append(Box(label.target.x, strip_top + 1, label.target.w, BRACKET_H - 2))
-    tiers_used = max((int((label.box.y - strip_top - BRACKET_H) // TIER_H) + 1 for label in in_strip), default=0)
+    tiers_used = max(
+        (int((label.box.y - strip_top - BRACKET_H) // TIER_H) + 1 for label in in_strip), default=0
+    )
     return strip_top + (BRACKET_H + tiers_used * TIER_H if tiers_used else 2)
 
 
@@ -614,7 +630,9 @@ def _gap_label_requests(
         for text in texts:
             width = text_width(text, size) + 8
             if width + 4 <= shade.w:
-                options.append((text, Box(centre - width / 2, row_top + (GPU_ROW_H - LABEL_H) / 2, width, LABEL_H)))
+                options.append(
+                    (text, Box(centre - width / 2, row_top + (GPU_ROW_H - LABEL_H) / 2, width, LABEL_H))
+                )
         for tier in range(GAP_LABEL_TIERS):
             for text in texts:
                 width = text_width(text, size) + 8
@@ -671,7 +689,9 @@ def _step_layout(trace: Trace, scale: TimeScale, top: float, bottom: float):
         if text:
             width = text_width(text, 10.5) + 6
             box = Box((x0 + x1) / 2 - width / 2, top + 2, width, LABEL_H)
-            requests.append(LabelRequest(end - start, ((text, box),), "step", f"{name}: {format_us(end - start)}"))
+            requests.append(
+                LabelRequest(end - start, ((text, box),), "step", f"{name}: {format_us(end - start)}")
+            )
     return bands, sorted(lines), place_labels(requests)
 
 
@@ -688,7 +708,10 @@ def facts_headline(facts, window_label: str = "") -> str:
         figures.append(f"GPU busy {busy:.0f}%")
     verdict = _find_value(scope, ("verdict",))
     if isinstance(verdict, dict):
-        verdict = next((verdict[k] for k in ("label", "name", "verdict", "kind") if isinstance(verdict.get(k), str)), None)
+        verdict = next(
+            (verdict[k] for k in ("label", "name", "verdict", "kind") if isinstance(verdict.get(k), str)),
+            None,
+        )
     if isinstance(verdict, str) and verdict:
         figures.append(clean_text(verdict))
     line = " · ".join(figures)
@@ -743,7 +766,8 @@ def _subtitle(window: Window, collected: CollectedLanes) -> str:
     gpu_lanes = [lane for lane in collected.lanes if lane.on_gpu and lane.activities]
     kernels = sum(1 for lane in gpu_lanes for e in lane.activities if e.kind == "kernel")
     parts = [
-        f"{clean_text(window.label)}: {format_us(window.dur)}, starting {format_us(window.start)} into the trace",
+        f"{clean_text(window.label)}: {format_us(window.dur)}, "
+        f"starting {format_us(window.start)} into the trace",
         f"{len(host_lanes)} CPU thread{'s' if len(host_lanes) != 1 else ''}",
     ]
     if gpu_lanes:
@@ -772,7 +796,9 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
 
     host_lanes = [lane for lane in collected.lanes if not lane.on_gpu]
     gpu_lanes = [lane for lane in collected.lanes if lane.on_gpu]
-    groups = {pid: [lane for lane in host_lanes if lane.pid == pid] for pid in {lane.pid for lane in host_lanes}}
+    groups = {
+        pid: [lane for lane in host_lanes if lane.pid == pid] for pid in {lane.pid for lane in host_lanes}
+    }
     # The program's processes first; the profiler's own overhead after them.
     for pid in sorted(groups, key=lambda pid: (all(map(_only_overhead, groups[pid])), _id_order(pid))):
         group = groups[pid]
@@ -807,7 +833,10 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
         headline=headline,
         plot=Box(PLOT_LEFT, plot_top, PLOT_RIGHT - PLOT_LEFT, y - plot_top),
         axis_y=axis_y,
-        ticks=[Tick(PLOT_LEFT + offset * scale.px_per_us, text) for offset, text in nice_ticks(scale.end - scale.start)],
+        ticks=[
+            Tick(PLOT_LEFT + offset * scale.px_per_us, text)
+            for offset, text in nice_ticks(scale.end - scale.start)
+        ],
         step_bands=bands,
         step_lines=step_lines,
         lane_backgrounds=plan.lane_backgrounds,
@@ -819,7 +848,7 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
         labels=step_labels + plan.labels,
         legend=[],
     )
-    return Skeleton(layout, plan.rows, plan.host_rows, collected.launch_depths, scale)
+    return Skeleton(layout, plan.rows, plan.host_rows, plan.activity_rows, collected.launch_depths, scale)
 
 
 def _bar(span: Span, y: float, h: float, on_gpu_row: bool) -> Bar:
@@ -907,7 +936,9 @@ def finish_layout(skeleton: Skeleton, trace: Trace, row_spans: list[list[Span]])
     kept = thin_links(links)
     layout = dataclasses.replace(skeleton.layout, bars=bars, links=kept, links_thinned=len(kept) < len(links))
     layout.legend = _legend(layout, layout.plot.bottom + 14)
-    layout.height = math.ceil((layout.legend[-1].swatch.y if layout.legend else layout.plot.bottom) + LEGEND_ROW_H + MARGIN - 4)
+    layout.height = math.ceil(
+        (layout.legend[-1].swatch.y if layout.legend else layout.plot.bottom) + LEGEND_ROW_H + MARGIN - 4
+    )
     return layout
 
 
@@ -922,30 +953,57 @@ def _links(skeleton: Skeleton, trace: Trace, launch_ends: dict, activity_starts:
             continue
         if correlation in launch_ends:
             x1, y1, launch_bar = launch_ends[correlation]
-            before = False
+            outside = ""
         else:
             rows = skeleton.host_rows.get((launch.pid, launch.tid))
             depth = skeleton.launch_depths.get(correlation)
             if rows is None or depth is None:
                 continue
             x1, y1 = PLOT_LEFT, rows[min(depth, len(rows) - 1)]
-            launch_bar, before = ("before", y1), True
+            launch_bar, outside = ("before", y1), "before"
         if (launch_bar, activity_bar) not in seen:
             seen.add((launch_bar, activity_bar))
-            links.append(Link(x1, y1, x2, y2, before))
+            links.append(Link(x1, y1, x2, y2, outside))
+    return links + _links_after(skeleton, trace, launch_ends, {c for c, *_ in activity_starts})
+
+
+def _links_after(skeleton: Skeleton, trace: Trace, launch_ends: dict, drawn: set) -> list[Link]:
+    """Launches in the window whose GPU activity runs after it (the host ran ahead, as it should):
+    a link to the window's right edge on the activity's stream, one per launch bar and stream."""
+    waiting = launch_ends.keys() - drawn
+    if not waiting:
+        return []
+    seen = set()
+    links = []
+    for activity in trace.gpu_activities:
+        correlation = activity.args.get("correlation")
+        if correlation not in waiting or activity.ts < skeleton.scale.end:
+            continue
+        y2 = skeleton.activity_rows.get((activity.pid, activity.tid))
+        x1, y1, launch_bar = launch_ends[correlation]
+        if y2 is not None and (launch_bar, y2) not in seen:
+            seen.add((launch_bar, y2))
+            links.append(Link(x1, y1, PLOT_RIGHT, y2, "after"))
     return links
 
 
 def thin_links(links: list[Link], min_spacing: float = LINK_MIN_SPACING_PX) -> list[Link]:
-    """Where GPU activities start closer than `min_spacing` on a row, keep the first link only:
-    hundreds of lines would hide the lanes they cross, and a sample tells the same story."""
+    """Where links end closer than `min_spacing` on a row, keep the first only: hundreds of lines
+    would hide the lanes they cross, and a sample tells the same story. A link that ends at the
+    window's right edge counts by its start instead."""
     kept = []
-    last_x: dict[float, float] = {}  # activity row (y) -> x of the last kept link's end
-    for link in sorted(links, key=lambda link: (link.y2, link.x2)):
-        if link.x2 - last_x.get(link.y2, -math.inf) >= min_spacing:
+    last_x: dict[float, float] = {}  # row (y) -> x of the last kept link's end there
+    for link in sorted(links, key=_inner_end):
+        y, x = _inner_end(link)
+        if x - last_x.get(y, -math.inf) >= min_spacing:
             kept.append(link)
-            last_x[link.y2] = link.x2
+            last_x[y] = x
     return kept
+
+
+def _inner_end(link: Link) -> tuple[float, float]:
+    """(y, x) of the end of the link that lies inside the window, the GPU end if both do."""
+    return (link.y1, link.x1) if link.outside == "after" else (link.y2, link.x2)
 
 
 def _legend(layout: TimelineLayout, top: float) -> list[LegendItem]:
@@ -958,8 +1016,10 @@ def _legend(layout: TimelineLayout, top: float) -> list[LegendItem]:
     if layout.gap_shades:
         entries.append(("gap", "GPU idle (per stream)"))
     if layout.links:
-        sample = f" (where dense, one per {LINK_MIN_SPACING_PX:g} px)" if layout.links_thinned else ""
-        entries.append(("link", f"launch → GPU activity{sample}"))
+        notes = [f"where dense, one per {LINK_MIN_SPACING_PX:g} px"] if layout.links_thinned else []
+        if any(link.outside for link in layout.links):
+            notes.append("dashed: one end outside the window")
+        entries.append(("link", "launch → GPU activity" + (f" ({'; '.join(notes)})" if notes else "")))
     if layout.step_bands:
         entries.append(("step", "ProfilerStep"))
     items, x, y = [], float(MARGIN), top
@@ -973,12 +1033,19 @@ def _legend(layout: TimelineLayout, top: float) -> list[LegendItem]:
 
 
 def layout_timeline(
-    trace: Trace, window: Window | None = None, facts=None, *, title: str | None = None, min_px: float = MERGE_THRESHOLDS_PX[0]
+    trace: Trace,
+    window: Window | None = None,
+    facts=None,
+    *,
+    title: str | None = None,
+    min_px: float = MERGE_THRESHOLDS_PX[0],
 ) -> TimelineLayout:
     """Everything the picture shows, in pixels; events narrower than `min_px` merge."""
     skeleton = plan_timeline(trace, _as_window(trace, window), facts, title)
     scale = skeleton.scale
-    return finish_layout(skeleton, trace, [merge_spans(scale.spans(row.events, row.depths), min_px) for row in skeleton.rows])
+    return finish_layout(
+        skeleton, trace, [merge_spans(scale.spans(row.events, row.depths), min_px) for row in skeleton.rows]
+    )
 
 
 def _as_window(trace: Trace, window) -> Window:
@@ -1015,7 +1082,7 @@ def _style(kinds: list[str], merged_kinds: list[str], dense_kinds: list[str]) ->
         f".gl{{fill:{CARD};stroke:{GAP_HATCH}}}",
         f".gaptext{{font-size:10.5px;fill:{GAP_INK};font-weight:600}}",
         f".link{{stroke:{LINK};stroke-opacity:.6;stroke-width:.8;fill:none}}",
-        ".link.before{stroke-dasharray:3 2}",
+        ".link.outside{stroke-dasharray:3 2}",
         f".legend{{font-size:11px;fill:{INK}}}",
         ".k-merged{fill:url(#m-other)}",
         f".k-step{{fill:{STEP_TINT};stroke:{STEP_LINE};stroke-dasharray:3 2}}",
@@ -1028,23 +1095,29 @@ def _style(kinds: list[str], merged_kinds: list[str], dense_kinds: list[str]) ->
 
 
 def _defs(merged_kinds: list[str]) -> str:
-    patterns = [
-        '<pattern id="gap" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
-        f'<rect width="6" height="6" fill="{GAP_FILL}"/><rect width="2" height="6" fill="{GAP_HATCH}"/></pattern>'
+    """Hatch patterns: light red stripes for GPU gaps, white stripes over merged events' colour."""
+    patterns = [_hatch("gap", 6, GAP_FILL, GAP_HATCH, 2)]
+    patterns += [
+        _hatch(f"m-{kind}", 4, KIND_STYLES[kind][0], CARD, 1.5, ' fill-opacity=".6"') for kind in merged_kinds
     ]
-    for kind in merged_kinds:
-        patterns.append(
-            f'<pattern id="m-{kind}" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
-            f'<rect width="4" height="4" fill="{KIND_STYLES[kind][0]}"/>'
-            f'<rect width="1.5" height="4" fill="{CARD}" fill-opacity=".6"/></pattern>'
-        )
     return "<defs>" + "".join(patterns) + "</defs>"
+
+
+def _hatch(
+    pattern_id: str, size: int, ground: str, stripe: str, stripe_w: float, stripe_attrs: str = ""
+) -> str:
+    return (
+        f'<pattern id="{pattern_id}" width="{size}" height="{size}" patternUnits="userSpaceOnUse" '
+        f'patternTransform="rotate(45)"><rect width="{size}" height="{size}" fill="{ground}"/>'
+        f'<rect width="{stripe_w}" height="{size}" fill="{stripe}"{stripe_attrs}/></pattern>'
+    )
 
 
 def _text(x: float, y: float, text: str, css_class: str, anchor: str = "", tooltip: str = "") -> str:
     anchor_attr = f' text-anchor="{anchor}"' if anchor else ""
     title = f"<title>{xml_escape(tooltip)}</title>" if tooltip and tooltip != text else ""
-    return f'<text class="{css_class}" x="{_num(x)}" y="{_num(y)}"{anchor_attr}>{title}{xml_escape(text)}</text>'
+    body = f"{title}{xml_escape(text)}"
+    return f'<text class="{css_class}" x="{_num(x)}" y="{_num(y)}"{anchor_attr}>{body}</text>'
 
 
 def _rect(box: Box, css_class: str, tooltip: str = "") -> str:
@@ -1054,74 +1127,84 @@ def _rect(box: Box, css_class: str, tooltip: str = "") -> str:
     return f'<rect class="{css_class}" {geometry}/>'
 
 
+def _line(css_class: str, x1: float, y1: float, x2: float, y2: float) -> str:
+    ends = f'x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}"'
+    return f'<line class="{css_class}" {ends}/>'
+
+
+def _bar_svg(bar: Bar) -> list[str]:
+    if bar.busy is None:
+        return [_rect(bar.box, f"m-{bar.kind}" if bar.merged > 1 else f"k-{bar.kind}", bar.tooltip)]
+    filled = max(bar.box.h * bar.busy, MIN_DRAW_PX)  # merged GPU work: pale block, solid busy share
+    busy_box = dataclasses.replace(bar.box, y=bar.box.bottom - filled, h=filled)
+    return [_rect(bar.box, f"d-{bar.kind}", bar.tooltip), _rect(busy_box, f"k-{bar.kind}")]
+
+
+def _label_svg(label: PlacedLabel) -> str:
+    centre, baseline = label.box.x + label.box.w / 2, label.box.y + 10.5
+    if label.role == "gap":
+        pill = _rect(label.box, "gl", label.tooltip)
+        return f"<g>{pill}{_text(centre, baseline, label.text, 'gaptext', 'middle')}</g>"
+    return _text(centre, baseline, label.text, "steplabel", "middle", label.tooltip)
+
+
+def _legend_svg(item: LegendItem) -> list[str]:
+    box = item.swatch
+    if item.css_class == "link":
+        swatch = [_line("link", box.x, box.y + box.h / 2, box.right, box.y + box.h / 2)]
+    elif item.css_class == "dense":
+        swatch = [
+            _rect(box, "d-kernel"),
+            _rect(dataclasses.replace(box, y=box.y + box.h * 0.6, h=box.h * 0.4), "k-kernel"),
+        ]
+    else:
+        swatch = [_rect(box, "k-merged" if item.css_class == "merged" else f"k-{item.css_class}")]
+    return swatch + [_text(box.right + 5, box.bottom, item.text, "legend")]
+
+
 def svg_of(layout: TimelineLayout) -> str:
+    """The layout as SVG, back to front: card, header, lanes, grid, gaps, bars, links, labels."""
     plot = layout.plot
     merged_kinds = {bar.kind for bar in layout.bars if bar.merged > 1 and bar.busy is None}
     merged_kinds = sorted(merged_kinds | {"other"}) if merged_kinds else []  # m-other: the legend's swatch
     dense_kinds = {bar.kind for bar in layout.bars if bar.busy is not None}
     dense_kinds = sorted(dense_kinds | {"kernel"}) if dense_kinds else []  # d-kernel: the legend's swatch
-    kinds = [kind for kind in KIND_STYLES if kind in dense_kinds or any(bar.kind == kind for bar in layout.bars)]
+    drawn = {bar.kind for bar in layout.bars} | set(dense_kinds)
+    kinds = [kind for kind in KIND_STYLES if kind in drawn]
+    width, height = layout.width, layout.height
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {layout.width} {layout.height}" '
-        f'width="{layout.width}" height="{layout.height}" role="img" aria-labelledby="timeline-title">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-labelledby="timeline-title">',
         f'<title id="timeline-title">{xml_escape(layout.title)}: {xml_escape(layout.subtitle)}</title>',
         _style(kinds, merged_kinds, dense_kinds),
         _defs(merged_kinds),
-        f'<rect class="card" x="0.5" y="0.5" width="{layout.width - 1}" height="{layout.height - 1}" rx="8"/>',
+        f'<rect class="card" x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" rx="8"/>',
         _text(MARGIN, 26, layout.title, "title"),
         _text(MARGIN, 45, layout.subtitle, "sub"),
     ]
     if layout.headline:
-        out.append(_text(layout.width - MARGIN, 26, layout.headline, "headline", "end"))
+        out.append(_text(width - MARGIN, 26, layout.headline, "headline", "end"))
     out += [_rect(box, "lanebg") for box in layout.lane_backgrounds]
     out += [_rect(band.box, "band") for band in layout.step_bands if band.shaded]
     for tick in layout.ticks:
-        out.append(f'<line class="grid" x1="{_num(tick.x)}" y1="{_num(plot.y - 4)}" x2="{_num(tick.x)}" y2="{_num(plot.bottom)}"/>')
+        out.append(_line("grid", tick.x, plot.y - 4, tick.x, plot.bottom))
         anchor = "start" if tick.x < PLOT_LEFT + 1 else "end" if tick.x > PLOT_RIGHT - 20 else "middle"
         out.append(_text(tick.x, layout.axis_y + 13, tick.text, "tick", anchor))
-    for x in layout.step_lines:
-        out.append(f'<line class="stepline" x1="{_num(x)}" y1="{_num(layout.axis_y - STEP_STRIP_H)}" x2="{_num(x)}" y2="{_num(plot.bottom)}"/>')
+    out += [_line("stepline", x, layout.axis_y - STEP_STRIP_H, x, plot.bottom) for x in layout.step_lines]
     out += [_rect(box, "gap") for box in layout.gap_shades]
-    for bar in layout.bars:
-        if bar.busy is not None:
-            out.append(_rect(bar.box, f"d-{bar.kind}", bar.tooltip))
-            filled = max(bar.box.h * bar.busy, MIN_DRAW_PX)
-            out.append(_rect(dataclasses.replace(bar.box, y=bar.box.bottom - filled, h=filled), f"k-{bar.kind}"))
-        else:
-            css_class = f"m-{bar.kind}" if bar.merged > 1 else f"k-{bar.kind}"
-            out.append(_rect(bar.box, css_class, bar.tooltip))
+    out += [part for bar in layout.bars for part in _bar_svg(bar)]
     for link in layout.links:  # over the bars, under their labels
-        css_class = "link before" if link.before_window else "link"
-        out.append(
-            f'<line class="{css_class}" x1="{_num(link.x1)}" y1="{_num(link.y1)}" x2="{_num(link.x2)}" y2="{_num(link.y2)}"/>'
-        )
+        out.append(_line("link outside" if link.outside else "link", link.x1, link.y1, link.x2, link.y2))
     for bar in layout.bars:
         if bar.label:
             out.append(_text(bar.box.x + 3, bar.box.y + bar.box.h / 2 + 3.5, bar.label, "bar"))
     for box in layout.gap_brackets:
-        out.append(
-            f'<path class="bracket" d="M{_num(box.x)} {_num(box.y)}v{_num(box.h)}H{_num(box.right)}v{_num(-box.h)}"/>'
-        )
-    for label in layout.labels:
-        if label.role == "gap":
-            out.append(f'<g>{_rect(label.box, "gl", label.tooltip)}')
-            out.append(_text(label.box.x + label.box.w / 2, label.box.y + 10.5, label.text, "gaptext", "middle") + "</g>")
-        else:
-            out.append(_text(label.box.x + label.box.w / 2, label.box.y + 10.5, label.text, "steplabel", "middle", label.tooltip))
+        path = f"M{_num(box.x)} {_num(box.y)}v{_num(box.h)}H{_num(box.right)}v{_num(-box.h)}"
+        out.append(f'<path class="bracket" d="{path}"/>')
+    out += [_label_svg(label) for label in layout.labels]
     for heading in layout.headings:
         out.append(_text(heading.x, heading.baseline, heading.text, heading.style, tooltip=heading.tooltip))
-    for item in layout.legend:
-        css_class = "k-merged" if item.css_class == "merged" else f"k-{item.css_class}"
-        if item.css_class == "link":
-            y = item.swatch.y + item.swatch.h / 2
-            out.append(f'<line class="link" x1="{_num(item.swatch.x)}" y1="{_num(y)}" x2="{_num(item.swatch.right)}" y2="{_num(y)}"/>')
-        elif item.css_class == "dense":
-            box = item.swatch
-            out.append(_rect(box, "d-kernel"))
-            out.append(_rect(dataclasses.replace(box, y=box.y + box.h * 0.6, h=box.h * 0.4), "k-kernel"))
-        else:
-            out.append(_rect(item.swatch, css_class))
-        out.append(_text(item.swatch.right + 5, item.swatch.bottom, item.text, "legend"))
+    out += [part for item in layout.legend for part in _legend_svg(item)]
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -1130,7 +1213,9 @@ def svg_of(layout: TimelineLayout) -> str:
 # Entry points
 
 
-def render_timeline(trace: Trace, window: Window | None = None, facts=None, *, title: str | None = None) -> str:
+def render_timeline(
+    trace: Trace, window: Window | None = None, facts=None, *, title: str | None = None
+) -> str:
     """The annotated timeline of `window` (default: the first ProfilerStep, or the whole trace) as
     standalone SVG text. Events merge further, in steps, until the SVG fits the size budget."""
     skeleton = plan_timeline(trace, _as_window(trace, window), facts, title)
@@ -1144,7 +1229,9 @@ def render_timeline(trace: Trace, window: Window | None = None, facts=None, *, t
     return svg
 
 
-def render_timeline_file(path, out_path, step: int | None = None, window: tuple[float, float] | None = None) -> Window:
+def render_timeline_file(
+    path, out_path, step: int | None = None, window: tuple[float, float] | None = None
+) -> Window:
     """Load the trace at `path` and draw ProfilerStep#`step` (or `window`, or the default) into
     `out_path`; returns the window drawn."""
     trace = load_trace(path)

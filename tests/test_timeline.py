@@ -88,7 +88,7 @@ def test_large_trace_is_fast_and_small(large):
     root = parse(svg)
     merged = [r for r in root.iter(SVG + "rect") if (r.get("class") or "").startswith("m-")]
     assert merged, "200k events in one step must merge"
-    assert any("+4 deeper levels folded in" == t for t in texts(root, "note"))
+    assert any(t == "+4 deeper levels folded in" for t in texts(root, "note"))
 
 
 def test_lanes_for_processes_threads_and_streams(gpu_svg):
@@ -100,7 +100,12 @@ def test_lanes_for_processes_threads_and_streams(gpu_svg):
 def test_lane_groups_for_several_processes_and_gpus():
     trace = build_trace(gpu_trace(host_pids=(11, 22), devices=(0, 1)))
     root = parse(render_timeline(trace))
-    assert texts(root, "group") == ["python · pid 11", "python · pid 22", "GPU 0 · NVIDIA H200", "GPU 1 · NVIDIA H200"]
+    assert texts(root, "group") == [
+        "python · pid 11",
+        "python · pid 22",
+        "GPU 0 · NVIDIA H200",
+        "GPU 1 · NVIDIA H200",
+    ]
     assert texts(root, "lane").count("stream 7") == 2
 
 
@@ -110,7 +115,12 @@ def test_cpu_rows_follow_nesting_depth():
     rows = sorted({bar.box.y for bar in layout.bars})
     assert len(rows) == 4  # the step annotation and three nested ops
     by_name = {bar.label: bar.box.y for bar in layout.bars}
-    assert by_name["ProfilerStep#0"] < by_name["aten::level0"] < by_name["aten::level1"] < by_name["aten::level2"]
+    assert (
+        by_name["ProfilerStep#0"]
+        < by_name["aten::level0"]
+        < by_name["aten::level1"]
+        < by_name["aten::level2"]
+    )
 
 
 def test_deep_nesting_folds_into_the_last_row():
@@ -128,7 +138,7 @@ def test_gap_labels_present_and_never_overlapping(gpu, gpu_svg):
     boxes = [box_of(r) for r in elements(root, "rect", "gl")]
     assert len(boxes) == len(labels) >= 4
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not a.overlaps(b), (a, b)
     shades = elements(root, "rect", "gap")
     assert len(shades) >= len(labels)
@@ -136,14 +146,25 @@ def test_gap_labels_present_and_never_overlapping(gpu, gpu_svg):
 
 def test_gap_labels_stay_apart_when_gaps_crowd():
     """Twenty short, equal gaps side by side: labels may be dropped, never overlap."""
-    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 6.0,
-               "args": {"correlation": i}} for i in range(20)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": 7,
+            "ts": 10.0 * i,
+            "dur": 6.0,
+            "args": {"correlation": i},
+        }
+        for i in range(20)
+    ]
     trace = build_trace({"traceEvents": events})
     layout = layout_timeline(trace)
     boxes = [label.box for label in layout.labels if label.role == "gap"]
     assert 0 < len(boxes) < 20
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not a.overlaps(b)
 
 
@@ -160,7 +181,9 @@ def test_place_labels_prefers_priority_and_falls_back():
 
 def test_launch_links_one_per_launched_activity_in_the_window(gpu, gpu_svg):
     window = select_window(gpu)
-    launched = [a for a in gpu.gpu_activities if a.ts < window.end and a.end > window.start and gpu.launch_of(a)]
+    launched = [
+        a for a in gpu.gpu_activities if a.ts < window.end and a.end > window.start and gpu.launch_of(a)
+    ]
     assert len(launched) == 4  # GEMM, add, memcpy, relu
     links = elements(parse(gpu_svg), "line", "link")
     legend_swatches = 1
@@ -169,9 +192,20 @@ def test_launch_links_one_per_launched_activity_in_the_window(gpu, gpu_svg):
 
 def test_links_from_launches_before_the_window_start_at_its_edge(gpu):
     layout = layout_timeline(gpu, Window(250.0, 1250.0, "250-1250"))
-    before = [link for link in layout.links if link.before_window]
+    before = [link for link in layout.links if link.outside == "before"]
     assert len(before) == 2  # the add kernel and the memcpy of step 2 ran after 250 us
     assert all(link.x1 == timeline.PLOT_LEFT for link in before)
+
+
+def test_links_to_activities_after_the_window_end_at_its_edge(gpu):
+    """Cut at 130 us: the GEMM (120 us) runs inside, the add kernel launched at 65 us runs at
+    300 us, after the window, on the same stream; the memcpy's stream has nothing in the window."""
+    layout = layout_timeline(gpu, Window(0.0, 130.0, "0-130"))
+    after = [link for link in layout.links if link.outside == "after"]
+    assert len(after) == 1
+    assert after[0].x2 == timeline.PLOT_RIGHT
+    assert len([link for link in layout.links if not link.outside]) == 1
+    assert any("dashed: one end outside the window" in item.text for item in layout.legend)
 
 
 def test_links_of_merged_bars_are_not_repeated(large):
@@ -179,13 +213,18 @@ def test_links_of_merged_bars_are_not_repeated(large):
 
     def bar_at(x: float, y: float) -> int:
         """The topmost drawn bar under the point."""
-        hits = [i for i, bar in enumerate(layout.bars)
-                if bar.box.x - 0.01 <= x <= bar.box.right + 0.01 and bar.box.y - 0.01 <= y <= bar.box.bottom + 0.01]
+        hits = [
+            i
+            for i, bar in enumerate(layout.bars)
+            if bar.box.x - 0.01 <= x <= bar.box.right + 0.01
+            and bar.box.y - 0.01 <= y <= bar.box.bottom + 0.01
+        ]
         return hits[-1]
 
-    pairs = {(bar_at(link.x1, link.y1), bar_at(link.x2, link.y2)) for link in layout.links}
+    inside = [link for link in layout.links if not link.outside]
+    pairs = {(bar_at(link.x1, link.y1), bar_at(link.x2, link.y2)) for link in inside}
     assert len(layout.links) < 1000 < len(large.kernels)
-    assert len(pairs) == len(layout.links)
+    assert len(pairs) == len(inside)
 
 
 def test_cpu_only_trace_says_there_is_no_gpu_activity():
@@ -200,8 +239,18 @@ def test_cpu_only_trace_says_there_is_no_gpu_activity():
 def real_cpu_trace(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cpu_trace")
     subprocess.run(
-        [sys.executable, str(ROOT / "snippets" / "01_matmul_add.py"), "--device", "cpu", "--size", "32", "--trace_dir", str(out)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            str(ROOT / "snippets" / "01_matmul_add.py"),
+            "--device",
+            "cpu",
+            "--size",
+            "32",
+            "--trace_dir",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
     )
     return next(out.glob("*.json"))
 
@@ -220,14 +269,20 @@ def test_no_host_names_or_absolute_paths(gpu_svg):
     assert "/home/someone" not in gpu_svg and "private" not in gpu_svg
     assert "Timeline of synthetic.json" in gpu_svg
     assert timeline.clean_text("/home/me/proj/train.py(80): step") == "train.py(80): step"
-    assert timeline.clean_text("torch/nn/modules/module.py(1739): _call_impl") == "torch/nn/modules/module.py(1739): _call_impl"
+    assert (
+        timeline.clean_text("torch/nn/modules/module.py(1739): _call_impl")
+        == "torch/nn/modules/module.py(1739): _call_impl"
+    )
     assert timeline.clean_text("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD (Pageable -> Device)"
 
 
 def test_step_bands_and_axis(gpu):
     layout = layout_timeline(gpu, Window(0.0, 2000.0, "two steps"))
     assert [band.name for band in layout.step_bands] == ["ProfilerStep#2", "ProfilerStep#3"]
-    assert [label.text for label in layout.labels if label.role == "step"] == ["ProfilerStep#2", "ProfilerStep#3"]
+    assert [label.text for label in layout.labels if label.role == "step"] == [
+        "ProfilerStep#2",
+        "ProfilerStep#3",
+    ]
     assert len(layout.step_lines) == 1  # the boundary between them; the window edges need none
     assert [tick.text for tick in layout.ticks][-1] == "2.0 ms"
 
@@ -246,7 +301,15 @@ def test_merge_spans_merges_runs_of_narrow_events_only():
     def span(x0, x1, depth=0):
         return Span(x0, x1, depth, (f"e{x0}",))
 
-    spans = [span(0, 0.1), span(0.2, 0.3), span(0.4, 0.45), span(5, 20), span(20.2, 20.3), span(30, 30.1), span(30.1, 30.2, 1)]
+    spans = [
+        span(0, 0.1),
+        span(0.2, 0.3),
+        span(0.4, 0.45),
+        span(5, 20),
+        span(20.2, 20.3),
+        span(30, 30.1),
+        span(30.1, 30.2, 1),
+    ]
     merged = merge_spans(spans, 0.5)
     assert [len(s.events) for s in merged] == [3, 1, 1, 1, 1]
     assert (merged[0].x0, merged[0].x1) == (0, 0.45)
@@ -255,7 +318,7 @@ def test_merge_spans_merges_runs_of_narrow_events_only():
 
 def test_text_contrast_at_least_4_5_to_1():
     def luminance(hex_colour: str) -> float:
-        channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
         linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
         return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
@@ -289,7 +352,10 @@ def test_facts_headline_is_optional_and_defensive(gpu):
         verdict: str
 
         def to_dict(self):
-            return {"window": {"gpu_busy_pct": 37.6, "verdict": self.verdict}, "steps": [{"gpu_busy_pct": 1.0}]}
+            return {
+                "window": {"gpu_busy_pct": 37.6, "verdict": self.verdict},
+                "steps": [{"gpu_busy_pct": 1.0}],
+            }
 
     svg = render_timeline(gpu, facts=Facts("compute-bound"))
     assert "GPU busy 38% · compute-bound" in texts(parse(svg), "headline")
@@ -301,7 +367,14 @@ def test_facts_headline_is_optional_and_defensive(gpu):
 
 def test_format_us_and_ticks_are_readable():
     assert [format_us(v) for v in (0, 0.85, 4.254, 12.34, 558, 1234, 51_200, 2_500_000)] == [
-        "0 µs", "850 ns", "4.25 µs", "12.3 µs", "558 µs", "1.23 ms", "51.2 ms", "2.50 s"
+        "0 µs",
+        "850 ns",
+        "4.25 µs",
+        "12.3 µs",
+        "558 µs",
+        "1.23 ms",
+        "51.2 ms",
+        "2.50 s",
     ]
     assert [text for _, text in nice_ticks(108.8)] == ["0", "20 µs", "40 µs", "60 µs", "80 µs", "100 µs"]
 
@@ -314,8 +387,19 @@ def test_empty_window_between_events_still_renders(gpu):
 def test_crowded_tiny_kernels_merge_and_show_their_busy_share():
     """1000 kernels of 1 us, one every 4 us: each under a pixel, their gaps under a pixel too.
     Drawn one by one they would look 100% busy; merged, the block says 25%."""
-    events = [{"ph": "X", "cat": "kernel", "name": "tiny", "pid": 0, "tid": 7, "ts": 4.0 * i, "dur": 1.0,
-               "args": {}} for i in range(1000)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "tiny",
+            "pid": 0,
+            "tid": 7,
+            "ts": 4.0 * i,
+            "dur": 1.0,
+            "args": {},
+        }
+        for i in range(1000)
+    ]
     layout = layout_timeline(build_trace({"traceEvents": events}))
     (block,) = [bar for bar in layout.bars if bar.kind == "kernel"]
     assert block.merged == 1000
@@ -327,13 +411,30 @@ def test_crowded_tiny_kernels_merge_and_show_their_busy_share():
 def test_thin_links_keeps_one_per_spacing_on_each_row():
     links = [timeline.Link(0, 0, x, y, False) for y in (100, 200) for x in (10, 12, 17, 18.5, 30)]
     kept = timeline.thin_links(links, min_spacing=8)
-    assert [(link.x2, link.y2) for link in kept] == [(10, 100), (18.5, 100), (30, 100), (10, 200), (18.5, 200), (30, 200)]
+    assert [(link.x2, link.y2) for link in kept] == [
+        (10, 100),
+        (18.5, 100),
+        (30, 100),
+        (10, 200),
+        (18.5, 200),
+        (30, 200),
+    ]
 
 
 def test_profiler_overhead_gets_a_lane_of_its_own_after_the_program():
     data = cpu_trace()
-    data["traceEvents"].append({"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": -1,
-                                "tid": 0, "ts": 20.0, "dur": 30.0, "args": {}})
+    data["traceEvents"].append(
+        {
+            "ph": "X",
+            "cat": "overhead",
+            "name": "Activity Buffer Request",
+            "pid": -1,
+            "tid": 0,
+            "ts": 20.0,
+            "dur": 30.0,
+            "args": {},
+        }
+    )
     root = parse(render_timeline(build_trace(data)))
     assert texts(root, "group") == ["python · pid 4242", "Profiler and CUDA overhead", "GPU"]
     assert texts(root, "lane") == ["thread 4242 (python)", "overhead"]
@@ -361,9 +462,17 @@ def test_same_bytes_under_any_hash_seed(gpu_svg):
     code = (
         "import sys; from scripts.trace import build_trace; from scripts.timeline import render_timeline; "
         "from tests.timeline_traces import gpu_trace; "
-        "sys.stdout.write(render_timeline(build_trace(gpu_trace(), source='/home/someone/private/runs/synthetic.json')))"
+        "source = '/home/someone/private/runs/synthetic.json'; "
+        "sys.stdout.write(render_timeline(build_trace(gpu_trace(), source=source)))"
     )
     for seed in ("1", "2"):
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, check=True,
-                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}, text=True, encoding="utf-8")
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+            text=True,
+            encoding="utf-8",
+        )
         assert out.stdout == gpu_svg
