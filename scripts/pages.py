@@ -219,6 +219,13 @@ def render_facts_box(facts: dict, guide_href: str) -> str:
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
     rows.append(("CPU busy", f"{w['cpu_busy_pct']:.1f}% of the trace ({format_us(w['cpu_busy_us'])})"))
+    if facts["steps"]:
+        steps = "; ".join(
+            f"#{step['label'].split('#')[-1]} {escape(step['verdict']['label'])}"
+            + (f" ({step['gpu_busy_pct']:.0f}% GPU busy)" if facts["has_gpu_activity"] else "")
+            for step in facts["steps"]
+        )
+        rows.append(("Per ProfilerStep", steps))
     body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return (
         '<div class="admonition abstract facts"><p class="admonition-title">What the analyzer says '

@@ -118,8 +118,13 @@ def render_table(table: ProfilerTable, caption: str = "") -> str:
         for label, value in table.totals
     )
     caption_html = f"<caption>{escape(caption)}</caption>" if caption else ""
+    # The totals are what to read first, so they also stand below the table, outside the part
+    # that scrolls sideways.
+    totals = " · ".join(f"{escape(label)}: <strong>{escape(value)}</strong>" for label, value in table.totals)
     return (
-        '<div class="prof-table" tabindex="0" role="region" aria-label="profiler table">'
-        f'<table>{caption_html}<thead><tr>{"".join(head)}</tr></thead>'
+        '<div class="prof-table">'
+        '<div class="prof-scroll" tabindex="0" role="region" aria-label="profiler table, scrolls sideways">'
+        f'<table class="prof">{caption_html}<thead><tr>{"".join(head)}</tr></thead>'
         f'<tbody>{"".join(body)}</tbody><tfoot>{foot}</tfoot></table></div>'
+        f'<p class="prof-totals">{totals}</p></div>'
     )
