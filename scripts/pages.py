@@ -167,6 +167,18 @@ class Run:
             f"explore it.</figcaption></figure>"
         )
 
+    def summary(self) -> str:
+        """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash)."""
+        parts = [cache.file_digest(self.example.trace_path),
+                 cache.code_digest("analysis", "trace", "intervals")]
+
+        def compute() -> str:
+            from scripts.analysis import facts, summary_text
+
+            return summary_text(facts(self.trace))
+
+        return cache.cached_text("summary", parts, compute).read_text()
+
     def facts(self) -> str:
         """The analyzer's headline facts about the whole trace, as a box."""
         return render_facts_box(load_facts_json(self), relative_url(FACTS_GUIDE))

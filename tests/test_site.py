@@ -10,7 +10,7 @@ from urllib.parse import unquote, urljoin
 import pytest
 
 from scripts import catalog
-from tests.conftest import ROOT
+from tests.conftest import ROOT, clean_copy, mkdocs_build
 
 PART1_PAGE = "blog/matmul-add/index.html"
 
@@ -135,3 +135,16 @@ def test_blog_index_lists_part1_with_excerpt_only(built_site):
     assert "matmul-add/" in index
     # excerpts stop at the separator: no profiler table on the index
     assert "prof-table" not in index
+
+
+def test_https_site_url_adds_shareable_perfetto_links(tmp_path, monkeypatch):
+    project = clean_copy(tmp_path / "clone")
+    monkeypatch.setenv("SITE_URL", "https://example.org/profiling/")
+    done = mkdocs_build(project)
+    assert done.returncode == 0, done.stderr[-3000:]
+    html = (project / "site" / PART1_PAGE).read_text()
+    shares = re.findall(r'href="https://ui\.perfetto\.dev/#!/\?url=([^"]+)"', html)
+    assert shares
+    for url in shares:
+        assert url.startswith("https://example.org/profiling/traces/01_matmul_add/")
+        assert (project / "site" / url.removeprefix("https://example.org/profiling/")).is_file()
