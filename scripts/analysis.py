@@ -95,7 +95,7 @@ class StreamIdle:
 
     device: int | str
     stream: int | str
-    activities: int
+    gaps: int
     idle_us: float
     host_wait_us: float
     kernel_wait_us: float
@@ -329,7 +329,7 @@ def _merge_into(merged: list[list[float]], start: float, end: float) -> None:
 def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> WindowFacts:
     """The facts of one window; `top` kernels are listed (0 for none)."""
     activities = index.placed_in(window)
-    merged = union(a.interval for a in activities)
+    merged = _union_of(activities)
     n_gpus = max(len(index.devices), 1)
     busy = sum((_covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
     cpu_work = _covered(index.host_work, window.start, window.end)
@@ -361,23 +361,44 @@ def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
 
 
-def _kernel_span(merged: list[Interval]) -> KernelSpan | None:
-    if not merged:
+@dataclass
+class _Union:
+    """The union of some activities, with their span (which zero-length ones also extend)."""
+
+    intervals: list[Interval]
+    start: float
+    end: float
+
+    @property
+    def busy(self) -> float:
+        return sum(e - s for s, e in self.intervals)
+
+
+def _union_of(activities: list[_Activity]) -> _Union | None:
+    if not activities:
         return None
-    start, end = merged[0][0], merged[-1][1]
-    busy = sum(e - s for s, e in merged)
-    return KernelSpan(start, end, end - start, busy, _pct(busy, end - start))
+    return _Union(union(a.interval for a in activities),
+                  min(a.event.ts for a in activities),
+                  max(a.event.ts + a.event.dur for a in activities))
+
+
+def _kernel_span(merged: _Union | None) -> KernelSpan | None:
+    if merged is None:
+        return None
+    busy = merged.busy
+    return KernelSpan(merged.start, merged.end, merged.end - merged.start, busy,
+                      _pct(busy, merged.end - merged.start))
 
 
 def temporal_breakdown(activities: list[_Activity], scope: str,
-                       merged: list[Interval] | None = None) -> TemporalBreakdown | None:
-    """HTA's temporal breakdown of these activities (None without any); `merged` is their union
-    when the caller has it."""
-    if not activities:
+                       merged: _Union | None = None) -> TemporalBreakdown | None:
+    """HTA's temporal breakdown of these activities (None without any, or when they all take no
+    time); `merged` is their union when the caller has it."""
+    merged = _union_of(activities) if merged is None else merged
+    if merged is None or merged.end <= merged.start:
         return None
-    merged = union(a.interval for a in activities) if merged is None else merged
-    span = merged[-1][1] - merged[0][0]
-    busy = sum(e - s for s, e in merged)
+    span = merged.end - merged.start
+    busy = merged.busy
     compute = sum(e - s for s, e in union(a.interval for a in activities if a.kind == "compute"))
     idle = span - busy
     return TemporalBreakdown(
@@ -392,17 +413,26 @@ def temporal_breakdown(activities: list[_Activity], scope: str,
     )
 
 
+def hta_scope_end(trace: Trace) -> float | None:
+    """Where HTA stops by default: with two or more ProfilerSteps, it keeps the GPU activities
+    launched before the latest start of a ProfilerStep row. That row is the last step's
+    `gpu_user_annotation` when there is one (HTA takes it for a host row), so the cut falls at the
+    last step's first GPU activity rather than at its start on the host. None: HTA keeps all."""
+    rows = [e for kind in ("annotation", "gpu_annotation") for e in trace.by_kind.get(kind, [])
+            if "ProfilerStep" in e.name]
+    if len({e.name for e in rows}) < 2:
+        return None
+    return max(e.ts for e in rows)
+
+
 def _hta_scope_breakdown(index: _TraceIndex) -> TemporalBreakdown | None:
-    """The per-trace breakdown over the activities HTA keeps: with two or more ProfilerSteps, only
-    those launched (by a host call with the same correlation) before the last step started."""
-    steps = index.trace.steps
-    activities = index.activities
-    scope = "whole trace"
-    if len(steps) >= 2:
-        last = steps[-1]
-        activities = [a for a in activities if a.launch is not None and a.launch.ts < last.ts]
-        scope = f"launched before {last.name} (HTA drops the last step)"
-    return temporal_breakdown(activities, scope)
+    """The per-trace breakdown over the activities HTA keeps by default (see hta_scope_end)."""
+    cut = hta_scope_end(index.trace)
+    if cut is None:
+        return temporal_breakdown(index.activities, "whole trace")
+    kept = [a for a in index.activities if a.launch is not None and a.launch.ts < cut]
+    return temporal_breakdown(kept, f"launched before {index.trace.steps[-1].name} began "
+                                    "(HTA drops the last step)")
 
 
 @dataclass(slots=True)
@@ -415,8 +445,9 @@ class _Gap:
 
 
 def _stream_gaps(activities: list[_Activity]) -> list[_Gap]:
-    """Every gap between consecutive activities of a stream, categorized as HTA does; sorted
-    by placing time. Overlaps (a negative gap) count as no idle time."""
+    """Every gap between consecutive activities of a stream, categorized as HTA does; sorted by
+    placing time. As in HTA, an overlap (a negative gap, which clock rounding makes) counts
+    negative, so that rounding jitter cancels out."""
     by_stream = defaultdict(list)
     for activity in activities:
         by_stream[(activity.device, activity.stream)].append(activity)
@@ -432,7 +463,7 @@ def _stream_gaps(activities: list[_Activity]) -> list[_Gap]:
                 category = "kernel_wait"
             else:
                 category = "other"
-            gaps.append(_Gap(current.placed, device, stream, max(gap, 0.0), category))
+            gaps.append(_Gap(current.placed, device, stream, gap, category))
     gaps.sort(key=attrgetter("placed"))
     return gaps
 
@@ -442,12 +473,12 @@ def _idle_by_stream(index: _TraceIndex, window: Window) -> list[StreamIdle]:
     totals: dict[tuple, Counter] = defaultdict(Counter)
     for gap in index.gaps[lo:hi]:
         totals[(gap.device, gap.stream)][gap.category] += gap.dur
-        totals[(gap.device, gap.stream)]["activities"] += 1
+        totals[(gap.device, gap.stream)]["gaps"] += 1
     rows = []
     for (device, stream), total in sorted(totals.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
         idle = total["host_wait"] + total["kernel_wait"] + total["other"]
         rows.append(StreamIdle(
-            device=device, stream=stream, activities=int(total["activities"]), idle_us=idle,
+            device=device, stream=stream, gaps=int(total["gaps"]), idle_us=idle,
             host_wait_us=total["host_wait"], kernel_wait_us=total["kernel_wait"],
             other_us=total["other"], host_wait_pct=_pct(total["host_wait"], idle),
             kernel_wait_pct=_pct(total["kernel_wait"], idle), other_pct=_pct(total["other"], idle),

@@ -1,0 +1,187 @@
+"""The facts engine against numbers worked out by hand on tiny traces (tests/fixtures/handmade.py
+draws the reference trace), and the verdict's thresholds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scripts import analysis
+from scripts.analysis import (
+    StreamIdle,
+    facts,
+    kernel_kind,
+    short_name,
+    summary_text,
+    verdict,
+)
+from scripts.trace import TraceError, Window, build_trace
+from tests.fixtures.handmade import GEMM, NCCL, TRITON, cuda_graph, two_gpus, two_steps
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return facts(build_trace(two_steps(), source="two_steps.json"))
+
+
+def test_gpu_busy_is_the_union_of_activities_not_annotations(reference):
+    window = reference.window
+    assert (window.start_us, window.end_us) == (0, 200)
+    # K1 30 + K2 10 + memcpy 5 + K4 40 (K5 runs inside K4); the gpu_user_annotation adds nothing.
+    assert window.gpu_busy_us == pytest.approx(85)
+    assert window.gpu_busy_pct == pytest.approx(42.5)
+    assert window.kernel_span.start_us == 20 and window.kernel_span.end_us == 160
+    assert window.kernel_span.busy_pct == pytest.approx(100 * 85 / 140)
+
+
+def test_temporal_breakdown_of_the_whole_trace(reference):
+    b = reference.window.temporal_breakdown
+    assert b.kernel_time_us == pytest.approx(140)
+    assert b.idle_us == pytest.approx(55)
+    assert b.compute_us == pytest.approx(80)  # K1, K2, K4; the memcpy is memory, K5 communication
+    assert b.non_compute_us == pytest.approx(5)
+    assert (b.idle_pct, b.compute_pct, b.non_compute_pct) == pytest.approx(
+        (100 * 55 / 140, 100 * 80 / 140, 100 * 5 / 140))
+
+
+def test_per_trace_breakdown_drops_the_last_step_as_hta_does(reference):
+    b = reference.temporal_breakdown
+    assert "ProfilerStep#2" in b.scope
+    # K1, K2 and the memcpy: span [20, 90], busy 45.
+    assert (b.kernel_time_us, b.idle_us, b.compute_us) == pytest.approx((70, 25, 40))
+
+
+def test_idle_by_stream_categories(reference):
+    (stream7,) = reference.window.idle_by_stream  # stream 20 has one activity: no gap
+    assert (stream7.device, stream7.stream, stream7.gaps) == (0, 7, 3)
+    # K1->K2: launch at 60 after K1 ended at 50: host wait 20. K2->memcpy: launched at 66, before
+    # K2 ended, gap 5 < 30 us: kernel wait. memcpy->K4: launch at 110 after 90: host wait 30.
+    assert (stream7.host_wait_us, stream7.kernel_wait_us, stream7.other_us) == pytest.approx((50, 5, 0))
+    assert stream7.host_wait_pct == pytest.approx(100 * 50 / 55)
+
+
+def test_a_long_gap_after_an_early_launch_is_other():
+    trace = two_steps()
+    for event in trace["traceEvents"]:
+        if event["name"] == "Memcpy HtoD (Pageable -> Device)":
+            event["ts"] = 80 + analysis.KERNEL_WAIT_US + 10  # launched at 66, ran 40 us after K2
+    (stream7,) = facts(build_trace(trace)).window.idle_by_stream
+    assert stream7.other_us == pytest.approx(analysis.KERNEL_WAIT_US + 10)
+
+
+def test_launch_delays_count_every_launch_api(reference):
+    launches = reference.window.launches
+    # delays: 20-15, 70-65, 85-70, 120-115, 130-118
+    assert launches.launches == 5
+    assert (launches.delay_p50_us, launches.delay_p90_us, launches.delay_max_us) == (5, 15, 15)
+    assert launches.delay_mean_us == pytest.approx(42 / 5)
+    assert launches.by_api == {"cudaLaunchKernel": 3, "cudaMemcpyAsync": 1, "cuLaunchKernel": 1}
+    assert launches.hta_counts == 4  # HTA does not know cuLaunchKernel
+    assert launches.call_p50_us == 5
+
+
+def test_cuda_graph_launch_has_one_delay_from_its_first_kernel():
+    window = facts(build_trace(cuda_graph())).window
+    assert window.launches.launches == 1
+    assert window.launches.delay_max_us == 2  # first kernel at 12, the launch ended at 10
+    assert window.activities_by_kind == {"kernel": 3}
+    # All three kernels share the launch's correlation: none of the gaps is host wait.
+    (stream,) = window.idle_by_stream
+    assert (stream.host_wait_us, stream.kernel_wait_us) == (0, 10)
+
+
+def test_cpu_busy_excludes_time_blocked_on_the_gpu(reference):
+    window = reference.window
+    # Work: [8,18] [58,72] [105,120] [170,195] = 64 us, of which the synchronize (25) is waiting.
+    assert window.cpu_wait_us == pytest.approx(25)
+    assert window.cpu_busy_us == pytest.approx(39)
+    step1, step2 = reference.steps
+    assert (step1.cpu_busy_us, step2.cpu_busy_us, step2.cpu_wait_us) == pytest.approx((24, 15, 25))
+
+
+def test_steps_place_activities_by_their_launch(reference):
+    step1, step2 = reference.steps
+    assert (step1.label, step2.label) == ("ProfilerStep#1", "ProfilerStep#2")
+    assert step1.gpu_busy_pct == pytest.approx(45) and step2.gpu_busy_pct == pytest.approx(40)
+    assert step2.activities_by_kind == {"kernel": 2}
+    assert step2.kernels_by_kind == {"compute": 1, "communication": 1}
+    assert step2.temporal_breakdown.idle_pct == 0
+    (gap,) = step2.idle_by_stream  # the gap before K4 belongs to the step that launched K4
+    assert gap.host_wait_us == pytest.approx(30)
+    assert [s.launches.launches for s in reference.steps] == [3, 2]
+
+
+def test_top_kernels_rank_by_total_time(reference):
+    top = reference.window.top_kernels
+    assert [k.name for k in top] == [TRITON, GEMM, NCCL, top[3].name, top[4].name]
+    assert top[0].share_pct == pytest.approx(100 * 40 / 105)
+    assert (top[0].count, top[0].kind, top[2].kind) == (1, "compute", "communication")
+    assert reference.steps[0].top_kernels == []
+
+
+def test_window_and_step_arguments_pick_the_described_window():
+    trace = build_trace(two_steps())
+    assert facts(trace, step=2).window.label == "ProfilerStep#2"
+    by_range = facts(trace, window=(0, 100)).window
+    assert by_range.gpu_busy_us == pytest.approx(45)
+    assert facts(trace, window=Window(0, 100, "first half")).window.label == "first half"
+    with pytest.raises(TraceError, match="no ProfilerStep#7"):
+        facts(trace, step=7)
+
+
+def test_busy_is_averaged_over_the_gpus_of_one_process():
+    result = facts(build_trace(two_gpus()))
+    assert result.window.gpu_busy_pct == pytest.approx(100 * 75 / 200)
+    assert result.window.temporal_breakdown.idle_us == 0  # merged, as HTA merges one file's GPUs
+    assert any("2 GPUs" in note for note in result.notes)
+
+
+def test_cpu_only_trace_gives_host_facts_and_says_so():
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+    ]}
+    result = facts(build_trace(trace))
+    assert not result.has_gpu_activity
+    assert result.window.verdict.label == analysis.NO_GPU
+    assert result.window.cpu_busy_pct == pytest.approx(40)
+    assert result.temporal_breakdown is None and result.window.kernel_span is None
+    assert "no GPU activity" in summary_text(result)
+
+
+def test_kernel_kinds_follow_hta_names_and_memcpy_rows_are_memory():
+    assert kernel_kind(NCCL) == "communication"
+    assert kernel_kind("Memcpy DtoD (Device -> Device)", "memcpy") == "memory"
+    assert kernel_kind("CopyDeviceToDevice", "memcpy") == "memory"  # ROCm's memcpy name
+    assert kernel_kind("Event Sync") == "other"  # HTA's 'Sync' rule
+    assert kernel_kind(GEMM) == "compute"
+
+
+@pytest.mark.parametrize(("busy", "host_wait", "other", "label"), [
+    (analysis.COMPUTE_BOUND_MIN_BUSY_PCT, 0, 100, "compute-bound"),
+    (analysis.COMPUTE_BOUND_MIN_BUSY_PCT - 0.1, 0, 100, "mixed"),
+    (analysis.OVERHEAD_BOUND_MAX_BUSY_PCT - 0.1, 50, 50, "overhead-bound"),
+    (analysis.OVERHEAD_BOUND_MAX_BUSY_PCT - 0.1, 49, 51, "mixed"),
+    (analysis.OVERHEAD_BOUND_MAX_BUSY_PCT, 100, 0, "mixed"),
+])
+def test_verdict_thresholds(busy, host_wait, other, label):
+    gaps = [StreamIdle(0, 7, 2, host_wait + other, host_wait, 0, other, 0, 0, 0)]
+    assert verdict(True, busy, gaps).label == label
+
+
+def test_to_dict_is_json_ready_with_stable_keys(reference):
+    data = reference.to_dict()
+    assert list(data)[:7] == ["source", "rank", "gpus", "events", "duration_us",
+                              "has_gpu_activity", "window"]
+    assert data["window"]["gpu_busy_pct"] == 42.5
+    assert data["window"]["verdict"]["label"] == "overhead-bound"
+    assert json.loads(json.dumps(data)) == data
+    assert data["window"]["kernel_span"]["busy_pct"] == round(100 * 85 / 140, 2)
+
+
+def test_summary_names_the_verdict_and_shortens_kernel_names(reference):
+    text = summary_text(reference)
+    assert "verdict: overhead-bound" in text
+    assert "at::native::vectorized_elementwise_kernel" in text and "CUDAFunctor_add" not in text
+    assert short_name(NCCL) == "ncclDevKernel_AllReduce_Sum_f32_RING_LL"

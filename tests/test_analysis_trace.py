@@ -1,0 +1,182 @@
+"""The streaming trace loader: the same events as a plain `json` read for every layout and
+producer, lean events, and one-line errors for files that are not traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from scripts import trace as trace_module
+from scripts.analysis import facts
+from scripts.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
+from tests.fixtures.handmade import two_steps
+from tests.fixtures.synth import Spec, synth_trace, write_trace
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TORCH_CPU = FIXTURES / "torch_cpu_stack.json.gz"  # torch 2.13's own layout, CPU-only, with stacks
+
+
+def as_rows(trace):
+    return [(e.name, e.kind, e.cat, e.ts, e.dur, e.pid, e.tid, e.args) for e in trace.events]
+
+
+def assert_same_as_json_read(path: Path):
+    streamed = load_trace(path)
+    reference = build_trace(read_json(path), source=str(path))
+    assert as_rows(streamed) == as_rows(reference)
+    assert streamed.process_names == reference.process_names
+    assert streamed.thread_names == reference.thread_names
+    assert streamed.metadata == reference.metadata
+    assert streamed.origin_us == reference.origin_us
+    assert [(i.name, i.ts) for i in streamed.instants] == [(i.name, i.ts) for i in reference.instants]
+    return streamed
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of a few hundred bytes: every event crosses a chunk boundary somewhere."""
+    monkeypatch.setattr(trace_module, "CHUNK_BYTES", 700)
+    monkeypatch.setattr(trace_module, "_MARGIN", 2000)
+    monkeypatch.setattr(trace_module, "_SMALLEST_SEGMENT", 300)
+
+
+def write_json(path: Path, data, **dump_args) -> Path:
+    path.write_text(json.dumps(data, **dump_args))
+    return path
+
+
+SYNTH_SPECS = {
+    "cuda": Spec(steps=2, ops_per_step=30, streams=(7, 20), nccl_every=5, memcpy_every=7,
+                 graph_every=11, driver_every=3, with_stack=True),
+    "old": Spec(style="old", steps=2, ops_per_step=20, memcpy_every=4),
+    "rocm": Spec(style="rocm", steps=2, ops_per_step=20, streams=(0, 1)),
+}
+
+
+@pytest.mark.parametrize("style", sorted(SYNTH_SPECS))
+@pytest.mark.parametrize("layout", ["kineto", "compact"])
+def test_streamed_events_equal_a_json_read(tmp_path, style, layout, small_chunks):
+    data = synth_trace(SYNTH_SPECS[style])
+    if layout == "kineto":
+        path = write_trace(data, tmp_path / "t.json.gz")
+    else:
+        path = write_json(tmp_path / "t.json", data, separators=(",", ":"))
+    trace = assert_same_as_json_read(path)
+    assert trace.has_gpu_activity and len(trace.steps) == 2
+
+
+def test_torch_cpu_trace_in_torch_layout(small_chunks):
+    trace = assert_same_as_json_read(TORCH_CPU)
+    assert not trace.has_gpu_activity
+    assert {"cpu_op", "python", "annotation"} <= set(trace.by_kind)
+    assert len(trace.steps) == 1
+
+
+@pytest.mark.parametrize("dump_args", [
+    {"sort_keys": True},  # "args" and "cat" before "ph": nothing matches the fast expression
+    {"indent": 4},
+    {"separators": (", ", ": ")},
+])
+def test_any_key_order_and_spacing(tmp_path, dump_args, small_chunks):
+    assert_same_as_json_read(write_json(tmp_path / "t.json", two_steps(), **dump_args))
+
+
+def test_escaped_names_and_odd_events_are_read(tmp_path, small_chunks):
+    data = two_steps()
+    data["traceEvents"] += [
+        {"ph": "X", "cat": "python_function", "name": 'C:\\run\\"train".py(3): <module>', "pid": 1,
+         "tid": 1, "ts": 1, "dur": 2},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::nested", "pid": 1, "tid": 1, "ts": 3, "dur": 1,
+         "args": {"Input Dims": [[1, 2]], "Concrete Inputs": ["{1, 2}", "}"], "obj": {"k": 1}}},
+        {"ph": "C", "name": "memory", "pid": 1, "tid": 1, "ts": 4, "args": {"bytes": 5}},
+        {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Bytes": 8}},
+        {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "main"}},
+        {"ph": "X", "cat": "Trace", "ts": 0, "dur": 300, "pid": "Spans", "tid": "PyTorch Profiler",
+         "name": "PyTorch Profiler (0)", "args": {"Op count": 0}},
+        {"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": 250, "dur": -3,
+         "args": {"stream": "7", "correlation": True}},
+    ]
+    trace = assert_same_as_json_read(write_json(tmp_path / "t.json", data, separators=(",", ":")))
+    names = {e.name for e in trace.events}
+    assert 'C:\\run\\"train".py(3): <module>' in names and "PyTorch Profiler (0)" in names
+    assert trace.thread_names[(1, 1)] == "main"
+    assert [i.name for i in trace.instants] == ["[memory]"]
+    late = next(e for e in trace.events if e.name == "late")
+    assert late.dur == 0 and late.args == {}  # only integer args are kept
+
+
+def test_events_keep_only_the_args_the_engine_reads(tmp_path):
+    trace = load_trace(write_trace(synth_trace(SYNTH_SPECS["cuda"]), tmp_path / "t.json"))
+    kernel = trace.kernels[0]
+    assert set(kernel.args) == {"correlation", "stream", "device"}
+    assert all(set(e.args) <= set(KEPT_ARGS) for e in trace.events)
+    assert all(e.args == {} for e in trace.by_kind["cpu_op"])
+    assert "ac2g" not in {e.cat for e in trace.events}  # flows are not events
+
+
+def test_events_are_in_trace_order_parents_first():
+    data = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "child", "pid": 1, "tid": 1, "ts": 10, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "parent", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "first", "pid": 1, "tid": 1, "ts": 3, "dur": 1},
+    ]}
+    trace = build_trace(data)
+    assert [e.name for e in trace.events] == ["first", "parent", "child"]
+    assert trace.events[0].ts == 0 and trace.origin_us == 3
+
+
+def test_old_absolute_integer_timestamps_become_relative(tmp_path):
+    trace = load_trace(write_trace(synth_trace(SYNTH_SPECS["old"]), tmp_path / "old.json"))
+    assert trace.origin_us > 1e15 and trace.events[0].ts == 0
+    assert {"kernel", "runtime", "cpu_op", "memcpy"} <= set(trace.by_kind)
+    assert trace.rank is None and facts(trace).temporal_breakdown is not None
+
+
+def test_json_array_format(tmp_path):
+    path = write_json(tmp_path / "array.json", two_steps()["traceEvents"])
+    assert len(load_trace(path).events) == len(build_trace(two_steps()).events)
+
+
+def test_progress_reaches_the_file_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace_module, "CHUNK_BYTES", 4096)
+    path = write_trace(synth_trace(SYNTH_SPECS["cuda"]), tmp_path / "t.json.gz")
+    seen = []
+    load_trace(path, progress=lambda done, total: seen.append((done, total)))
+    assert len(seen) > 2 and seen[-1] == (path.stat().st_size, path.stat().st_size)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def truncated_gzip(path: Path) -> None:
+    data = gzip.compress(json.dumps(two_steps()).encode())
+    path.write_bytes(data[: len(data) // 2])
+
+
+BAD_FILES = {
+    "missing": (None, "no such file"),
+    "directory": (lambda p: p.mkdir(), "is a directory"),
+    "empty": (lambda p: p.write_text(""), "empty file"),
+    "not_json": (lambda p: p.write_text("hello world"), "not JSON"),
+    "binary": (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe"), "binary data"),
+    "json_not_trace": (lambda p: p.write_text('{"a": [1, 2]}'), "no traceEvents"),
+    "truncated_json": (lambda p: p.write_text(json.dumps(two_steps())[:500]), "truncated"),
+    "truncated_gzip": (truncated_gzip, "truncated or corrupt"),
+    "bad_json_inside": (lambda p: p.write_text(json.dumps(two_steps()).replace('"ts": 8,', '"ts": 8,,')),
+                        "invalid JSON"),
+    "no_complete_events": (lambda p: p.write_text('{"traceEvents": [{"ph": "M", "name": "x"}]}'),
+                           "no complete"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_files_raise_one_line_trace_errors(tmp_path, case):
+    make, expected = BAD_FILES[case]
+    path = tmp_path / f"{case}.json"
+    if make:
+        make(path)
+    with pytest.raises(TraceError) as error:
+        load_trace(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: ") and expected in message and "\n" not in message
