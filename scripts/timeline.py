@@ -32,30 +32,61 @@ from scripts.intervals import gaps as uncovered
 from scripts.intervals import total, union
 from scripts.trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Event, Trace, Window, load_trace, select_window
 
-# Geometry in px. The viewBox is WIDTH wide (it scales with the page); the height grows with lanes.
-WIDTH = 1200
-MARGIN = 16
-PLOT_LEFT = 222  # left of it: the gutter with process, thread and stream names
-PLOT_RIGHT = WIDTH - 20
-HEADER_H = 60
-STEP_STRIP_H = 18
+# Geometry in px of the viewBox. The picture is shown scaled to the width of the post's column,
+# about 720 px on a desktop, so one viewBox px is drawn as 720 / WIDTH = 0.8 screen px there: the
+# 13 px text reads at 10.4 px, the 17 px title at 13.6 px. WIDTH and the type sizes go together.
+WIDTH = 900
+MARGIN = 14
+PLOT_LEFT = 176  # left of it: the gutter with process, thread and stream names
+PLOT_RIGHT = WIDTH - 16
+HEADER_H = 66
+TITLE_BASELINE = 29
+SUBTITLE_BASELINE = 50
+STEP_STRIP_H = 21
 AXIS_H = 22
-GROUP_H = 24
+GROUP_H = 26
 LANE_GAP = 6
-CPU_ROW_H = 16
-MARKER_ROW_H = 13  # GPU-side annotations above a stream's activity row
-GPU_ROW_H = 22
+CPU_ROW_H = 20
+MARKER_ROW_H = 19  # GPU-side annotations above a stream's activity row
+GPU_ROW_H = 26
 BRACKET_H = 6  # under a stream: the bracket that ties a gap label to its gap
-TIER_H = 16  # one line of gap labels under a stream
-LABEL_H = 14
-LEGEND_ROW_H = 20
+LABEL_H = 17  # a gap or step label's box
+TIER_H = LABEL_H + 2  # one line of gap labels under a stream
+LINE_H = 16  # between the lines of a heading that wraps
+LEGEND_ROW_H = 22
+LEGEND_SWATCH = (16, 12)
+LEGEND_TEXT_GAP = 6  # swatch to text
+LEGEND_ITEM_GAP = 16  # at least, from text to the next swatch
+LEGEND_COLUMNS = 5
+GROUP_BASELINE = 19  # of a group's name, from the top of its row
+LANE_INDENT = 8  # lane names sit this much right of their group's name
+MAX_HEADING_LINES = 2
+GROUP_NAME_MAX_W = WIDTH / 2 - MARGIN
+
+# Type sizes in px, by css class; measured text uses the same ones. Bold text is measured wider.
+FONT_PX = {
+    "title": 17.0,
+    "headline": 14.0,
+    "sub": 13.0,
+    "group": 14.0,
+    "lane": 13.0,
+    "note": 13.0,
+    "tick": 13.0,
+    "steplabel": 13.0,
+    "bar": 13.0,
+    "gaptext": 13.0,
+    "legend": 13.0,
+}
+BOLD = frozenset({"title", "headline", "group", "steplabel", "gaptext"})
+BOLD_WIDTH = 1.08  # bold glyphs are about this much wider than regular ones
 
 MAX_CPU_ROWS = 8  # deeper calls fold into the last row, the deepest drawn on top
 MAX_MARKER_ROWS = 2
 GAP_LABEL_TIERS = 2
 MIN_DRAW_PX = 1.0  # narrower bars are widened to this, so that they stay visible
 MIN_LABELLED_GAP_PX = 4.0
-MIN_LABELLED_BAR_PX = 20.0
+MIN_LABELLED_BAR_PX = 24.0
+BAR_TEXT_PAD = 4.0  # between a bar's left edge and its label; as much is kept free on the right
 LINK_MIN_SPACING_PX = 8.0
 MERGE_THRESHOLDS_PX = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # tried in turn until the SVG fits
 SIZE_BUDGET_BYTES = 290_000
@@ -105,8 +136,9 @@ _ABSOLUTE_DIRS = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?[\\/](?:[^\\/\s():'\"]+[\
 
 
 def clean_text(text: str) -> str:
-    """Text fit for the picture: no characters XML forbids, no directories of absolute paths."""
-    return _ABSOLUTE_DIRS.sub("", _XML_INVALID.sub("", str(text)))
+    """Text fit for the picture: no characters XML forbids, no directories of absolute paths, no
+    spaces around it."""
+    return _ABSOLUTE_DIRS.sub("", _XML_INVALID.sub("", str(text))).strip()
 
 
 def xml_escape(text: str) -> str:
@@ -157,6 +189,28 @@ def fit_text(text: str, width: float, size: float, min_chars: int = 3) -> str:
         if used > room:
             return text[:count].rstrip() + "…" if count >= min_chars else ""
     return text
+
+
+def font_px(css_class: str) -> float:
+    """The size to measure text of `css_class` at: its type size, widened for bold type."""
+    return FONT_PX[css_class] * (BOLD_WIDTH if css_class in BOLD else 1.0)
+
+
+def wrap_text(text: str, width: float, size: float, max_lines: int) -> tuple[str, ...]:
+    """`text` broken at spaces into at most `max_lines` lines that fit `width`; the last line (or a
+    word wider than `width`) ends in an ellipsis where the text does not fit."""
+    lines: list[str] = []
+    words = text.split(" ")
+    while words and len(lines) < max_lines:
+        if len(lines) == max_lines - 1:
+            lines.append(fit_text(" ".join(words), width, size))
+            break
+        count = 1
+        while count < len(words) and text_width(" ".join(words[: count + 1]), size) <= width:
+            count += 1
+        lines.append(fit_text(" ".join(words[:count]), width, size))
+        words = words[count:]
+    return tuple(line for line in lines if line)
 
 
 def display_name(event: Event) -> str:
@@ -259,13 +313,14 @@ class PlacedLabel:
 
 @dataclass(frozen=True)
 class Heading:
-    """Text in the gutter left of the lanes (or a note across the plot)."""
+    """Text in the gutter left of the lanes (or a note across the plot), on one line or more."""
 
     x: float
-    baseline: float
-    text: str
+    baseline: float  # of the first line
+    text: str  # what it says: its lines joined by spaces
     tooltip: str
     style: str  # css class: 'group', 'lane' or 'note'
+    lines: tuple[str, ...] = ()  # where it wraps: the lines drawn, LINE_H apart
 
 
 @dataclass(frozen=True)
@@ -533,12 +588,16 @@ class _Plan:
     host_rows: dict = field(default_factory=dict)
     activity_rows: dict = field(default_factory=dict)
 
-    def heading(self, text: str, baseline: float, style: str = "lane") -> None:
-        size = 11.5 if style == "group" else 11.0
-        indent = MARGIN if style == "group" else MARGIN + 10
-        self.headings.append(
-            Heading(indent, baseline, fit_text(text, PLOT_LEFT - indent - 10, size), text, style)
-        )
+    def heading(self, text: str, baseline: float, style: str = "lane", room: float = 0.0) -> None:
+        """A group's name (on one line, free to run on into the plot, where its row is empty), or a
+        lane's (in the gutter, on as many lines as `room`, the lane's height, holds)."""
+        if style == "group":
+            indent, width, max_lines = MARGIN, GROUP_NAME_MAX_W, 1
+        else:
+            indent, width = MARGIN + LANE_INDENT, PLOT_LEFT - MARGIN - LANE_INDENT - 8
+            max_lines = min(MAX_HEADING_LINES, 1 + max(0, int((room - CPU_ROW_H) // LINE_H)))
+        lines = wrap_text(text, width, font_px(style), max_lines)
+        self.headings.append(Heading(indent, baseline, " ".join(lines), text, style, lines))
 
 
 def _stack_rows(plan: _Plan, lane: LaneEvents, top: float, row_h: float, max_rows: int) -> tuple[int, int]:
@@ -570,21 +629,35 @@ def _plan_host_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float) -> 
     height = n_rows * CPU_ROW_H
     plan.lane_backgrounds.append(Box(PLOT_LEFT, top, PLOT_RIGHT - PLOT_LEFT, height))
     plan.host_rows[lane.key] = [top + (i + 1) * CPU_ROW_H - 1 for i in range(n_rows)]
-    plan.heading(_host_lane_name(trace, lane), top + 12)
-    if folded:
-        note = f"+{folded} deeper level{'s' if folded > 1 else ''} folded in"
-        plan.headings.append(Heading(MARGIN + 10, top + height - 4, note, note, "note"))
+    plan.heading(_host_lane_name(trace, lane), _centred_baseline(top, CPU_ROW_H, "lane"), room=height)
+    if folded:  # at the lane's foot, clear of its name: folding needs MAX_CPU_ROWS rows
+        levels = f"+{folded} deeper level{'s' if folded > 1 else ''}"
+        note = f"{levels} folded in"
+        width = PLOT_LEFT - MARGIN - LANE_INDENT - 8
+        lines = (note,) if text_width(note, font_px("note")) <= width else (levels, "folded in")
+        baseline = top + height - 6 - (len(lines) - 1) * LINE_H
+        plan.headings.append(Heading(MARGIN + LANE_INDENT, baseline, " ".join(lines), note, "note", lines))
     return top + height
+
+
+def _centred_baseline(top: float, height: float, css_class: str) -> float:
+    """The baseline that centres a line of `css_class` text on a row."""
+    return top + height / 2 + 0.35 * FONT_PX[css_class]
 
 
 def _plan_gpu_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float, scale: TimeScale) -> float:
     """GPU-side annotations (if any), the activity row with its idle gaps shaded, and under it
     the gap labels that do not fit inside their gaps."""
-    plan.heading(clean_text(trace.thread_names.get(lane.key) or f"stream {lane.tid}"), top + 12)
     lane_top = top
     if lane.calls:
         n_rows, _ = _stack_rows(plan, lane, top, MARKER_ROW_H, MAX_MARKER_ROWS)
         top += n_rows * MARKER_ROW_H
+    first_row_h = MARKER_ROW_H if lane.calls else GPU_ROW_H
+    plan.heading(
+        clean_text(trace.thread_names.get(lane.key) or f"stream {lane.tid}"),
+        _centred_baseline(lane_top, first_row_h, "lane"),
+        room=top + GPU_ROW_H - lane_top,
+    )
     plan.lane_backgrounds.append(Box(PLOT_LEFT, lane_top, PLOT_RIGHT - PLOT_LEFT, top + GPU_ROW_H - lane_top))
     plan.rows.append(Row(top + 1, GPU_ROW_H - 2, lane.activities, [0] * len(lane.activities), False, True))
     plan.activity_rows[lane.key] = top + 1
@@ -615,7 +688,7 @@ def _gap_label_requests(
     under the stream in one of the tiers, centred on the gap. `first_is_lead`: the first gap is
     the wait before the stream's first activity in the window."""
     requests = []
-    size = 10.5
+    size = font_px("gaptext")
     for index, ((start, end), shade) in enumerate(zip(gaps, shades)):
         if shade.w < MIN_LABELLED_GAP_PX:
             continue
@@ -628,14 +701,14 @@ def _gap_label_requests(
         options = []
         centre = shade.x + shade.w / 2
         for text in texts:
-            width = text_width(text, size) + 8
+            width = text_width(text, size) + 10
             if width + 4 <= shade.w:
                 options.append(
                     (text, Box(centre - width / 2, row_top + (GPU_ROW_H - LABEL_H) / 2, width, LABEL_H))
                 )
         for tier in range(GAP_LABEL_TIERS):
             for text in texts:
-                width = text_width(text, size) + 8
+                width = text_width(text, size) + 10
                 x = min(max(centre - width / 2, PLOT_LEFT), PLOT_RIGHT - width)
                 options.append((text, Box(x, strip_top + BRACKET_H + tier * TIER_H, width, LABEL_H)))
         requests.append(LabelRequest(end - start, tuple(options), "gap", f"GPU idle for {length}", shade))
@@ -657,7 +730,9 @@ def _gpu_group_name(trace: Trace, pid) -> str:
 def _host_group_name(trace: Trace, pid, lanes: list[LaneEvents]) -> str:
     if pid not in trace.process_names and all(_only_overhead(lane) for lane in lanes):
         return "Profiler and CUDA overhead"  # Kineto puts CUPTI's own events on a pid of their own
-    return f"{clean_text(trace.process_names.get(pid) or 'process')} · pid {pid}"
+    suffix = f" · pid {pid}"  # kept whole: a long command line is elided before it
+    room = GROUP_NAME_MAX_W - text_width(suffix, font_px("group"))
+    return fit_text(clean_text(trace.process_names.get(pid) or "process"), room, font_px("group")) + suffix
 
 
 def _host_lane_name(trace: Trace, lane: LaneEvents) -> str:
@@ -685,10 +760,11 @@ def _step_layout(trace: Trace, scale: TimeScale, top: float, bottom: float):
         name = clean_text(name)
         bands.append(StepBand(Box(x0, top, x1 - x0, bottom - top), name, index % 2 == 1))
         lines.update(x for x in (x0, x1) if PLOT_LEFT + 0.5 < x < PLOT_RIGHT - 0.5)
-        text = fit_text(name, x1 - x0 - 6, 10.5)
+        size = font_px("steplabel")
+        text = fit_text(name, x1 - x0 - 8, size)
         if text:
-            width = text_width(text, 10.5) + 6
-            box = Box((x0 + x1) / 2 - width / 2, top + 2, width, LABEL_H)
+            width = text_width(text, size) + 6
+            box = Box((x0 + x1) / 2 - width / 2, top + (STEP_STRIP_H - LABEL_H) / 2, width, LABEL_H)
             requests.append(
                 LabelRequest(end - start, ((text, box),), "step", f"{name}: {format_us(end - start)}")
             )
@@ -802,17 +878,17 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
     # The program's processes first; the profiler's own overhead after them.
     for pid in sorted(groups, key=lambda pid: (all(map(_only_overhead, groups[pid])), _id_order(pid))):
         group = groups[pid]
-        plan.heading(_host_group_name(trace, pid, group), y + 16, "group")
+        plan.heading(_host_group_name(trace, pid, group), y + GROUP_BASELINE, "group")
         y += GROUP_H
         for lane in group:
             y = _plan_host_lane(plan, lane, trace, y) + LANE_GAP
     for pid in sorted({lane.pid for lane in gpu_lanes}, key=_id_order):
-        plan.heading(_gpu_group_name(trace, pid), y + 16, "group")
+        plan.heading(_gpu_group_name(trace, pid), y + GROUP_BASELINE, "group")
         y += GROUP_H
         for lane in (lane for lane in gpu_lanes if lane.pid == pid):
             y = _plan_gpu_lane(plan, lane, trace, y, scale) + LANE_GAP
     if not any(lane.activities for lane in gpu_lanes):
-        plan.heading("GPU", y + 16, "group")
+        plan.heading("GPU", y + GROUP_BASELINE, "group")
         y += GROUP_H
         elsewhere = len(trace.gpu_activities)
         note = (
@@ -820,16 +896,16 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
             if elsewhere
             else "No GPU activity in this trace: a CPU-only profile"
         )
-        plan.headings.append(Heading(PLOT_LEFT + 8, y + 12, note, note, "note"))
-        y += 20
+        plan.headings.append(Heading(PLOT_LEFT + 8, y + 15, note, note, "note"))
+        y += 24
 
     bands, step_lines, step_labels = _step_layout(trace, scale, step_top, y) if has_steps else ([], [], [])
     headline = facts_headline(facts, window.label)
-    title_room = WIDTH - 2 * MARGIN - (text_width(headline, 12.5) + 24 if headline else 0)
+    title_room = WIDTH - 2 * MARGIN - (text_width(headline, font_px("headline")) + 24 if headline else 0)
     layout = TimelineLayout(
         height=0,  # set with the legend
-        title=fit_text(clean_text(title) if title else _default_title(trace), title_room, 15),
-        subtitle=_subtitle(window, collected),
+        title=fit_text(clean_text(title) if title else _default_title(trace), title_room, font_px("title")),
+        subtitle=fit_text(_subtitle(window, collected), WIDTH - 2 * MARGIN, font_px("sub")),
         headline=headline,
         plot=Box(PLOT_LEFT, plot_top, PLOT_RIGHT - PLOT_LEFT, y - plot_top),
         axis_y=axis_y,
@@ -857,7 +933,8 @@ def _bar(span: Span, y: float, h: float, on_gpu_row: bool) -> Bar:
     if len(span.events) == 1:
         event = span.events[0]
         kind = event.kind if event.kind in KIND_STYLES else "other"
-        label = fit_text(display_name(event), width - 6, 10) if width >= MIN_LABELLED_BAR_PX else ""
+        room = width - 2 * BAR_TEXT_PAD
+        label = fit_text(display_name(event), room, font_px("bar")) if width >= MIN_LABELLED_BAR_PX else ""
         tooltip = f"{_tooltip_name(event.name)}\n{format_us(event.dur)} · {KIND_STYLES[kind][1]}"
         return Bar(box, kind, 1, label, tooltip)
     kinds = Counter(event.kind for event in span.events)
@@ -868,8 +945,9 @@ def _bar(span: Span, y: float, h: float, on_gpu_row: bool) -> Bar:
     if on_gpu_row:  # a merged block hides the GPU's gaps: say how much of its stretch is busy
         busy = _busy_share(span.events)
         noun = "kernels" if set(kinds) == {"kernel"} else "GPU activities"
-        texts.insert(0, f"{count:,} {noun}, {100 * busy:.0f}% busy")
-    label = next((text for text in texts if text_width(text, 10) <= width - 6), "")
+        share = f"{100 * busy:.0f}% busy"
+        texts = [f"{count:,} {noun}, {share}", f"{count:,} events, {share}", share]  # longest first
+    label = next((t for t in texts if text_width(t, font_px("bar")) <= width - 2 * BAR_TEXT_PAD), "")
     tooltip = _merged_tooltip(span.events, texts[0])
     return Bar(box, kind if kind in KIND_STYLES else "other", count, label, tooltip, busy)
 
@@ -935,7 +1013,7 @@ def finish_layout(skeleton: Skeleton, trace: Trace, row_spans: list[list[Span]])
     links = _links(skeleton, trace, launch_ends, activity_starts)
     kept = thin_links(links)
     layout = dataclasses.replace(skeleton.layout, bars=bars, links=kept, links_thinned=len(kept) < len(links))
-    layout.legend = _legend(layout, layout.plot.bottom + 14)
+    layout.legend = _legend(layout, layout.plot.bottom + 16)
     layout.height = math.ceil(
         (layout.legend[-1].swatch.y if layout.legend else layout.plot.bottom) + LEGEND_ROW_H + MARGIN - 4
     )
@@ -1022,13 +1100,17 @@ def _legend(layout: TimelineLayout, top: float) -> list[LegendItem]:
         entries.append(("link", "launch → GPU activity" + (f" ({'; '.join(notes)})" if notes else "")))
     if layout.step_bands:
         entries.append(("step", "ProfilerStep"))
-    items, x, y = [], float(MARGIN), top
+    # On a grid of LEGEND_COLUMNS columns, so that the swatches line up; a long entry spans more.
+    column_w = (WIDTH - 2 * MARGIN + LEGEND_ITEM_GAP) / LEGEND_COLUMNS
+    swatch_w, swatch_h = LEGEND_SWATCH
+    items, column, y = [], 0, top
     for css_class, text in entries:
-        width = 14 + 5 + text_width(text, 11) + 18
-        if x + width > WIDTH - MARGIN:
-            x, y = float(MARGIN), y + LEGEND_ROW_H
-        items.append(LegendItem(Box(x, y, 14, 10), css_class, text))
-        x += width
+        width = swatch_w + LEGEND_TEXT_GAP + text_width(text, font_px("legend")) + LEGEND_ITEM_GAP
+        span = min(math.ceil(width / column_w), LEGEND_COLUMNS)
+        if column and column + span > LEGEND_COLUMNS:
+            column, y = 0, y + LEGEND_ROW_H
+        items.append(LegendItem(Box(MARGIN + column * column_w, y, swatch_w, swatch_h), css_class, text))
+        column += span
     return items
 
 
@@ -1061,29 +1143,25 @@ def _as_window(trace: Trace, window) -> Window:
 
 
 def _style(kinds: list[str], merged_kinds: list[str], dense_kinds: list[str]) -> str:
-    rules = [
-        f"text{{font-family:{FONT};fill:{INK}}}",
+    rules = [f"text{{font-family:{FONT};fill:{INK}}}"]
+    rules += [f".{css_class}{{font-size:{size:g}px}}" for css_class, size in FONT_PX.items()]
+    rules += [
+        "." + ",.".join(css_class for css_class in FONT_PX if css_class in BOLD) + "{font-weight:600}",
         f".card{{fill:{CARD};stroke:{BORDER}}}",
-        ".title{font-size:15px;font-weight:600}",
-        ".headline{font-size:12.5px;font-weight:600}",
-        f".sub{{font-size:11.5px;fill:{MUTED}}}",
-        ".group{font-size:11.5px;font-weight:600}",
-        ".lane{font-size:11px}",
-        f".note{{font-size:10.5px;fill:{MUTED};font-style:italic}}",
-        f".tick{{font-size:10px;fill:{MUTED}}}",
+        f".sub,.note,.tick,.steplabel{{fill:{MUTED}}}",
+        ".note{font-style:italic}",
+        # A group's name runs on into the plot, over grid and step lines: a halo of the card's colour.
+        f".group{{paint-order:stroke;stroke:{CARD};stroke-width:4px;stroke-linejoin:round}}",
         f".grid{{stroke:{GRID};stroke-width:1}}",
         f".lanebg{{fill:{LANE_TINT}}}",
         f".band{{fill:{STEP_TINT};fill-opacity:.55}}",
         f".stepline{{stroke:{STEP_LINE};stroke-width:1;stroke-dasharray:4 3}}",
-        f".steplabel{{font-size:10.5px;fill:{MUTED};font-weight:600}}",
-        ".bar{font-size:10px}",
         ".gap{fill:url(#gap)}",
         f".bracket{{fill:none;stroke:{GAP_INK};stroke-width:1}}",
         f".gl{{fill:{CARD};stroke:{GAP_HATCH}}}",
-        f".gaptext{{font-size:10.5px;fill:{GAP_INK};font-weight:600}}",
+        f".gaptext{{fill:{GAP_INK}}}",
         f".link{{stroke:{LINK};stroke-opacity:.6;stroke-width:.8;fill:none}}",
         ".link.outside{stroke-dasharray:3 2}",
-        f".legend{{font-size:11px;fill:{INK}}}",
         ".k-merged{fill:url(#m-other)}",
         f".k-step{{fill:{STEP_TINT};stroke:{STEP_LINE};stroke-dasharray:3 2}}",
         f".k-gap{{fill:url(#gap);stroke:{GAP_HATCH}}}",
@@ -1120,6 +1198,20 @@ def _text(x: float, y: float, text: str, css_class: str, anchor: str = "", toolt
     return f'<text class="{css_class}" x="{_num(x)}" y="{_num(y)}"{anchor_attr}>{body}</text>'
 
 
+def _heading_svg(heading: Heading) -> str:
+    """One <text>; each line after the first a <tspan> below it. A line keeps its trailing space, so
+    that the element's text content reads as the heading does on one line."""
+    if len(heading.lines) < 2:
+        return _text(heading.x, heading.baseline, heading.text, heading.style, tooltip=heading.tooltip)
+    title = f"<title>{xml_escape(heading.tooltip)}</title>" if heading.tooltip != heading.text else ""
+    first, *rest = heading.lines
+    body = xml_escape(first) + " " + " ".join(
+        f'<tspan x="{_num(heading.x)}" dy="{LINE_H}">{xml_escape(line)}</tspan>' for line in rest
+    )
+    geometry = f'x="{_num(heading.x)}" y="{_num(heading.baseline)}"'
+    return f'<text class="{heading.style}" {geometry}>{title}{body}</text>'
+
+
 def _rect(box: Box, css_class: str, tooltip: str = "") -> str:
     geometry = f'x="{_num(box.x)}" y="{_num(box.y)}" width="{_num(box.w)}" height="{_num(box.h)}"'
     if tooltip:
@@ -1141,7 +1233,8 @@ def _bar_svg(bar: Bar) -> list[str]:
 
 
 def _label_svg(label: PlacedLabel) -> str:
-    centre, baseline = label.box.x + label.box.w / 2, label.box.y + 10.5
+    css_class = "gaptext" if label.role == "gap" else "steplabel"
+    centre, baseline = label.box.x + label.box.w / 2, _centred_baseline(label.box.y, label.box.h, css_class)
     if label.role == "gap":
         pill = _rect(label.box, "gl", label.tooltip)
         return f"<g>{pill}{_text(centre, baseline, label.text, 'gaptext', 'middle')}</g>"
@@ -1159,7 +1252,8 @@ def _legend_svg(item: LegendItem) -> list[str]:
         ]
     else:
         swatch = [_rect(box, "k-merged" if item.css_class == "merged" else f"k-{item.css_class}")]
-    return swatch + [_text(box.right + 5, box.bottom, item.text, "legend")]
+    baseline = _centred_baseline(box.y, box.h, "legend")
+    return swatch + [_text(box.right + LEGEND_TEXT_GAP, baseline, item.text, "legend")]
 
 
 def svg_of(layout: TimelineLayout) -> str:
@@ -1179,17 +1273,19 @@ def svg_of(layout: TimelineLayout) -> str:
         _style(kinds, merged_kinds, dense_kinds),
         _defs(merged_kinds),
         f'<rect class="card" x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" rx="8"/>',
-        _text(MARGIN, 26, layout.title, "title"),
-        _text(MARGIN, 45, layout.subtitle, "sub"),
+        _text(MARGIN, TITLE_BASELINE, layout.title, "title"),
+        _text(MARGIN, SUBTITLE_BASELINE, layout.subtitle, "sub"),
     ]
     if layout.headline:
-        out.append(_text(width - MARGIN, 26, layout.headline, "headline", "end"))
+        out.append(_text(width - MARGIN, TITLE_BASELINE, layout.headline, "headline", "end"))
     out += [_rect(box, "lanebg") for box in layout.lane_backgrounds]
     out += [_rect(band.box, "band") for band in layout.step_bands if band.shaded]
     for tick in layout.ticks:
         out.append(_line("grid", tick.x, plot.y - 4, tick.x, plot.bottom))
-        anchor = "start" if tick.x < PLOT_LEFT + 1 else "end" if tick.x > PLOT_RIGHT - 20 else "middle"
-        out.append(_text(tick.x, layout.axis_y + 13, tick.text, "tick", anchor))
+        overhang = tick.x + text_width(tick.text, font_px("tick")) / 2 > width - MARGIN / 2
+        anchor = "start" if tick.x < PLOT_LEFT + 1 else "end" if overhang else "middle"
+        baseline = _centred_baseline(layout.axis_y, AXIS_H - 4, "tick")
+        out.append(_text(tick.x, baseline, tick.text, "tick", anchor))
     out += [_line("stepline", x, layout.axis_y - STEP_STRIP_H, x, plot.bottom) for x in layout.step_lines]
     out += [_rect(box, "gap") for box in layout.gap_shades]
     out += [part for bar in layout.bars for part in _bar_svg(bar)]
@@ -1197,13 +1293,13 @@ def svg_of(layout: TimelineLayout) -> str:
         out.append(_line("link outside" if link.outside else "link", link.x1, link.y1, link.x2, link.y2))
     for bar in layout.bars:
         if bar.label:
-            out.append(_text(bar.box.x + 3, bar.box.y + bar.box.h / 2 + 3.5, bar.label, "bar"))
+            baseline = _centred_baseline(bar.box.y, bar.box.h, "bar")
+            out.append(_text(bar.box.x + BAR_TEXT_PAD, baseline, bar.label, "bar"))
     for box in layout.gap_brackets:
         path = f"M{_num(box.x)} {_num(box.y)}v{_num(box.h)}H{_num(box.right)}v{_num(-box.h)}"
         out.append(f'<path class="bracket" d="{path}"/>')
     out += [_label_svg(label) for label in layout.labels]
-    for heading in layout.headings:
-        out.append(_text(heading.x, heading.baseline, heading.text, heading.style, tooltip=heading.tooltip))
+    out += [_heading_svg(heading) for heading in layout.headings]
     out += [part for item in layout.legend for part in _legend_svg(item)]
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -291,7 +291,8 @@ def test_bar_labels_fit_their_bars_and_shorten_kernel_names(gpu):
     layout = layout_timeline(gpu)
     for bar in layout.bars:
         if bar.label:
-            assert timeline.text_width(bar.label, 10) <= bar.box.w - 6
+            room = bar.box.w - 2 * timeline.BAR_TEXT_PAD
+            assert timeline.text_width(bar.label, timeline.font_px("bar")) <= room
     labels = [bar.label for bar in layout.bars if bar.kind == "kernel" and bar.label]
     assert labels and all("<" not in label and "void" not in label for label in labels)
     assert any(label.startswith(GEMM_KERNEL[:8]) for label in labels)
@@ -335,9 +336,9 @@ def test_text_contrast_at_least_4_5_to_1():
 
 def test_svg_has_its_own_opaque_background_and_fixed_width(gpu_svg):
     root = parse(gpu_svg)
-    assert root.get("viewBox").startswith("0 0 1200 ")
+    assert root.get("viewBox").startswith(f"0 0 {timeline.WIDTH} ")
     card = elements(root, "rect", "card")[0]
-    assert float(card.get("width")) >= 1199
+    assert float(card.get("width")) >= timeline.WIDTH - 1
     assert re.search(r"\.card\{fill:#ffffff", gpu_svg)
 
 
@@ -476,3 +477,57 @@ def test_same_bytes_under_any_hash_seed(gpu_svg):
             encoding="utf-8",
         )
         assert out.stdout == gpu_svg
+
+
+COLUMN_PX = 720  # the post's content column on a desktop screen: the picture is scaled to it
+
+
+def test_text_reads_at_10_px_or_more_in_the_column(gpu_svg):
+    """Every text element has a class with a type size; scaled to the column, none is under 10 px,
+    the title not under 13 px."""
+    scale = COLUMN_PX / timeline.WIDTH
+    sizes = {c: float(px) for c, px in re.findall(r"\.([a-z]+)\{font-size:([0-9.]+)px\}", gpu_svg)}
+    assert sizes == timeline.FONT_PX
+    for text in parse(gpu_svg).iter(SVG + "text"):
+        assert sizes[text.get("class")] * scale >= 10.0, text.get("class")
+    assert sizes["title"] * scale >= 13.0
+
+
+def test_gutter_names_fit_the_gutter_and_wrap_when_long():
+    data = gpu_trace()
+    for event in data["traceEvents"]:
+        if event.get("name") == "thread_name" and event["pid"] == 4242:
+            event["args"]["name"] = "thread 4242 (pt_autograd_0)"
+        if event.get("name") == "process_name" and event["pid"] == 4242:
+            event["args"]["name"] = "python3 -m torch.distributed.run --nproc-per-node 8 train.py --cfg big"
+    layout = layout_timeline(build_trace(data))
+    lane = next(h for h in layout.headings if h.style == "lane" and h.tooltip.startswith("thread"))
+    assert lane.lines == ("thread 4242", "(pt_autograd_0)")
+    for heading in layout.headings:
+        size = timeline.font_px(heading.style)
+        right = timeline.PLOT_LEFT if heading.style != "group" else timeline.WIDTH / 2
+        for line in heading.lines or [heading.text]:
+            assert heading.x + timeline.text_width(line, size) <= right
+    group = next(h for h in layout.headings if h.style == "group")
+    assert group.text.startswith("python3 -m torch.distributed.run")
+    assert group.text.endswith("… · pid 4242")
+    assert "thread 4242 (pt_autograd_0)" in texts(parse(timeline.svg_of(layout)), "lane")  # one element
+
+
+def test_legend_and_ticks_stay_on_the_card_and_apart(gpu):
+    layout = layout_timeline(gpu, Window(0.0, 130.0, "0-130"))  # every legend entry but two
+    size = timeline.font_px("legend")
+    extents = [
+        (item.swatch.x, item.swatch.right + timeline.LEGEND_TEXT_GAP + timeline.text_width(item.text, size),
+         item.swatch.y)
+        for item in layout.legend
+    ]
+    assert len({y for *_, y in extents}) >= 2, "the legend wraps"
+    for x0, x1, y in extents:
+        assert timeline.MARGIN <= x0 and x1 <= timeline.WIDTH - timeline.MARGIN
+    for (a0, a1, ay), (b0, b1, by) in zip(extents, extents[1:]):
+        assert ay != by or a1 < b0
+    assert layout.legend[-1].swatch.bottom < layout.height - timeline.MARGIN
+    tick_size = timeline.font_px("tick")
+    centres = [tick.x for tick in layout.ticks[1:-1]]
+    assert all(b - a > timeline.text_width("0000 µs", tick_size) for a, b in zip(centres, centres[1:]))
