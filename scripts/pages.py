@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from html import escape
@@ -68,6 +69,12 @@ def format_us(us: float) -> str:
     if us < 1e6:
         return f"{us / 1000:.3g} ms"
     return f"{us / 1e6:.3g} s"
+
+
+def svg_size(svg: str) -> tuple[str, str]:
+    """Width and height from the viewBox, so the page reserves the picture's space before it loads."""
+    match = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg)
+    return (match.group(1), match.group(2)) if match else ("900", "300")
 
 
 @dataclass
@@ -157,12 +164,13 @@ class Run:
             return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window))
 
         svg = cache.cached_text("timeline", parts, render, suffix=".svg")
+        width, height = svg_size(svg.read_text())
         name = self.example.tag + (f"_step{step}" if step is not None else "")
         src = publish(f"timelines/{self.example.snippet}/{name}.svg", svg)
         alt = f"Annotated timeline of {self.example.key}: CPU threads above, GPU streams below"
         return (
             f'<figure class="timeline"><a class="glightbox" href="{src}" data-type="image">'
-            f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="1200"></a>'
+            f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
             f"<figcaption>{escape(self.caption())}. Click to zoom; open the trace in Perfetto to "
             f"explore it.</figcaption></figure>"
         )
