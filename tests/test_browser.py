@@ -1,0 +1,343 @@
+"""The built site in a real browser: Debian's Chromium driven by Playwright, the site served on localhost.
+
+Every page loads cleanly and makes no request off the machine; images load; "Open in Perfetto" hands
+the exact trace bytes to a fake ui.perfetto.dev (also when the popup is blocked); phones get no
+sideways scrolling; the timeline pictures stay legible in the dark scheme.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import os
+import re
+import shutil
+import threading
+import xml.etree.ElementTree as ET
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking"]
+PERFETTO = "https://ui.perfetto.dev"
+PHONE = {"width": 390, "height": 844}
+
+
+def browser_missing(why: str):
+    """No browser: a skip on a developer's machine, a failure in CI (`CI=true`), where the test
+    set-up (tests/setup_browser.sh) must have installed it."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{why} (CI=true: the test set-up must provide it)")
+    pytest.skip(f"{why}; `make test` installs it (tests/setup_browser.sh)")
+
+
+# --- fixtures: the server, the browser, a page that records what goes wrong ----------------------
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url(built_site):
+    """The built site served on 127.0.0.1 at a free port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=built_site))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        browser_missing("the playwright package is not installed")
+    if not shutil.which(CHROMIUM):
+        browser_missing(f"{CHROMIUM} is missing")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+FAKE_PERFETTO = """<!doctype html><title>fake Perfetto</title><script>
+// Perfetto's side of the postMessage protocol: PONG to PING, then hash the buffer it is sent.
+addEventListener("message", async (event) => {
+  if (event.data === "PING") { event.source.postMessage("PONG", event.origin); return; }
+  const trace = event.data && event.data.perfetto;
+  if (!trace) return;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", trace.buffer));
+  window.received = {title: trace.title, fileName: trace.fileName, url: trace.url,
+                     sha256: Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("")};
+  document.title = "received";
+});
+</script>"""
+
+
+class Visit:
+    """A browser context on the local site that records console errors, page errors, failed
+    requests and every attempt to leave localhost (answered with a 404)."""
+
+    def __init__(self, browser, base_url: str, **context_args):
+        self.base_url = base_url
+        self.problems: list[str] = []
+        self.external: list[str] = []
+        self.context = browser.new_context(**context_args)
+        self.context.set_default_timeout(10_000)
+        self.context.route(lambda url: not url.startswith(base_url), self._off_site)
+        self.context.on("page", self._watch)
+
+    def _off_site(self, route):
+        url = route.request.url
+        if url.startswith(PERFETTO + "/"):
+            route.fulfill(status=200, content_type="text/html", body=FAKE_PERFETTO)
+        else:
+            self.external.append(url)
+            route.fulfill(status=404, body="")
+
+    def _watch(self, page):
+        page.on("console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: self.problems.append(f"failed: {r.url} ({r.failure})"))
+        page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
+
+    def open(self, path: str):
+        page = self.context.new_page()
+        page.goto(urljoin(self.base_url, path), wait_until="load")
+        return page
+
+    def open_all(self, paths: list[str]) -> dict:
+        """Pages opened side by side (loading is mostly waiting), each loaded with all its images."""
+        pages = {}
+        for path in paths:
+            pages[path] = self.context.new_page()
+            pages[path].goto(urljoin(self.base_url, path), wait_until="commit")
+        for page in pages.values():
+            page.wait_for_load_state("load")
+            page.evaluate(LOAD_ALL_IMAGES)
+        return pages
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, base_url):
+    visits = []
+
+    def make(**context_args) -> Visit:
+        visits.append(Visit(browser, base_url, **context_args))
+        return visits[-1]
+
+    yield make
+    for v in visits:
+        v.close()
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every page as a path under the site's root: "", "blog/", "blog/matmul-add/", ..."""
+    dirs = (p.parent.relative_to(site).as_posix() for p in site.rglob("index.html"))
+    return sorted("" if d == "." else d + "/" for d in dirs)
+
+
+def pages_with(site: Path, marker: str) -> list[str]:
+    return [p for p in site_pages(site) if marker in (site / p / "index.html").read_text()]
+
+
+LOAD_ALL_IMAGES = """async () => {
+  // lazy images load only near the viewport: load them all, then report their sizes
+  const images = Array.from(document.images);
+  images.forEach((img) => { img.loading = "eager"; });
+  await Promise.all(images.map((img) => img.decode().catch(() => null)));
+  return images.map((img) => ({src: img.currentSrc || img.src, width: img.naturalWidth}));
+}"""
+
+
+# --- every page ----------------------------------------------------------------------------------
+
+
+def test_every_page_loads_cleanly_and_stays_on_this_machine(visit, built_site):
+    v = visit()
+    paths = site_pages(built_site)
+    assert len(paths) >= 5
+    checked = 0
+    for path, page in v.open_all(paths).items():
+        page.wait_for_load_state("networkidle")  # late requests too (the search index)
+        images = page.evaluate(LOAD_ALL_IMAGES)
+        broken = [img["src"] for img in images if img["width"] == 0]
+        assert not broken, f"{path}: images that did not load: {broken}"
+        checked += len(images)
+    assert checked >= 7  # Part 1's timelines and its author's avatar, at least
+    assert not v.external, f"requests off this machine: {v.external}"
+    assert not v.problems, "\n".join(v.problems)
+
+
+# --- "Open in Perfetto" --------------------------------------------------------------------------
+
+
+def served_file(site: Path, page_url: str, href: str) -> Path:
+    path = urlsplit(urljoin(page_url, href)).path.lstrip("/")
+    return site / path
+
+
+def assert_delivered(popup, button: dict, page_url: str, site: Path):
+    """The fake Perfetto received the bytes of the file the button names, with its names."""
+    popup.wait_for_function("document.title === 'received'", timeout=15_000)
+    received = popup.evaluate("window.received")
+    trace = served_file(site, page_url, button["trace"])
+    assert received["sha256"] == hashlib.sha256(trace.read_bytes()).hexdigest(), trace
+    assert received["fileName"] == button["file"] == trace.name
+    assert received["title"] == button["title"] and received["title"]
+
+
+BUTTON = "button.perfetto-open"
+BUTTON_DATA = "(b) => ({trace: b.dataset.trace, file: b.dataset.file, title: b.dataset.title})"
+
+
+@pytest.fixture(scope="module")
+def perfetto_pages(built_site):
+    pages = pages_with(built_site, "perfetto-open")
+    assert "blog/matmul-add/" in pages
+    return pages
+
+
+def test_open_in_perfetto_delivers_the_named_trace(visit, perfetto_pages, built_site):
+    v = visit()
+    for path in perfetto_pages:
+        page = v.open(path)
+        button = page.locator(BUTTON).last
+        data = button.evaluate(BUTTON_DATA)
+        with page.expect_popup() as popup:
+            button.click()
+        assert_delivered(popup.value, data, page.url, built_site)
+        page.locator(".perfetto-status", has_text="Opened in Perfetto").first.wait_for()
+    assert not v.problems, "\n".join(v.problems)
+
+
+BLOCK_FIRST_POPUP = """(() => {
+  const open = window.open.bind(window);
+  let blocked = false;
+  window.open = (...args) => { if (!blocked) { blocked = true; return null; } return open(...args); };
+})();"""
+
+
+def test_blocked_popup_offers_a_second_button_that_delivers(visit, perfetto_pages, built_site):
+    v = visit()
+    v.context.add_init_script(BLOCK_FIRST_POPUP)
+    page = v.open(perfetto_pages[0])
+    button = page.locator(BUTTON).first
+    data = button.evaluate(BUTTON_DATA)
+    button.click()
+    retry = page.locator("button.perfetto-retry")
+    retry.wait_for()
+    assert len(page.context.pages) == 1  # nothing opened yet
+    with page.expect_popup() as popup:
+        retry.click()
+    assert_delivered(popup.value, data, page.url, built_site)
+    assert not v.problems, "\n".join(v.problems)
+
+
+# --- phones --------------------------------------------------------------------------------------
+
+# Elements of the article that stick out to the right of the viewport, unless a box of the article
+# that scrolls or clips sideways (a table's .prof-scroll, a code block) holds them. (Material clips
+# <html> itself, which would hide the overflow rather than fix it.)
+OVERFLOWING = """() => {
+  const width = document.documentElement.clientWidth;
+  const clipped = (el) => {
+    for (let a = el.parentElement; a && a.tagName !== "ARTICLE"; a = a.parentElement) {
+      if (["auto", "scroll", "hidden"].includes(getComputedStyle(a).overflowX)) return true;
+    }
+    return false;
+  };
+  const out = [];
+  for (const el of document.querySelectorAll("article *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > width + 1 && !clipped(el)) {
+      out.push(el.tagName.toLowerCase() + "." + Array.from(el.classList).join("."));
+    }
+  }
+  return {width, scrollWidth: document.documentElement.scrollWidth, out: out.slice(0, 10)};
+}"""
+
+
+def test_phone_width_has_no_sideways_scrolling(visit, built_site):
+    v = visit(viewport=PHONE, is_mobile=True, has_touch=True)
+    for path, page in v.open_all(site_pages(built_site)).items():
+        result = page.evaluate(OVERFLOWING)
+        assert result["scrollWidth"] <= result["width"], f"{path}: page is wider than the phone: {result}"
+        assert not result["out"], f"{path}: sticks out of the phone's width: {result['out']}"
+        images = page.evaluate("() => Array.from(document.querySelectorAll('article img'),"
+                               " (i) => i.getBoundingClientRect().right)")
+        assert all(right <= PHONE["width"] for right in images), f"{path}: an image is wider than the phone"
+        for scroll in page.locator(".prof-scroll").all():
+            box = scroll.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1
+
+
+# --- light and dark ------------------------------------------------------------------------------
+
+
+def css_fill(svg: ET.Element, element: ET.Element) -> str:
+    """The fill of an element: its attribute, else the rule of its class in the SVG's <style>."""
+    if element.get("fill"):
+        return element.get("fill")
+    style = "".join(s.text or "" for s in svg.iter("{http://www.w3.org/2000/svg}style"))
+    for cls in (element.get("class") or "").split():
+        rule = re.search(r"\." + re.escape(cls) + r"\{([^}]*)\}", style)
+        fill = rule and re.search(r"(?:^|;)fill:([^;]+)", rule.group(1))
+        if fill:
+            return fill.group(1).strip()
+    return ""
+
+
+def test_timeline_svgs_paint_their_own_opaque_background(built_site):
+    svgs = sorted((built_site / "timelines").rglob("*.svg"))
+    assert svgs
+    for path in svgs:
+        svg = ET.parse(path).getroot()
+        _, _, width, height = (float(x) for x in svg.get("viewBox").split())
+        first = next(e for e in svg if e.tag.split("}")[1] not in ("title", "desc", "style", "defs"))
+        assert first.tag.endswith("rect"), f"{path.name}: drawing starts with {first.tag}, not a background"
+        assert float(first.get("width")) >= width - 1 and float(first.get("height")) >= height - 1
+        assert re.fullmatch(r"#[0-9a-fA-F]{6}", css_fill(svg, first)), f"{path.name}: background not opaque"
+        assert "opacity" not in (first.get("style") or "") + "".join(k for k in first.attrib if "opacity" in k)
+
+
+def picture_stats(png: bytes) -> tuple[int, float]:
+    """How many colours a screenshot has, and the mean lightness (0-255) of its left edge strip."""
+    from PIL import Image, ImageStat
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    colours = len(image.getcolors(maxcolors=1 << 20) or [])
+    w, h = image.size
+    strip = image.crop((3, h // 4, 10, 3 * h // 4)).convert("L")  # inside the border and rounded corners
+    return colours, ImageStat.Stat(strip).mean[0]
+
+
+def test_timelines_render_in_light_and_dark_schemes(visit):
+    page = visit(color_scheme="light").open("blog/matmul-add/")
+    schemes = {}
+    for scheme in ("default", "slate"):
+        if scheme == "slate":
+            page.locator("form[data-md-component=palette] label:visible").click()
+        assert page.evaluate("document.body.dataset.mdColorScheme") == scheme
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        picture = page.locator("figure.timeline img").first
+        picture.scroll_into_view_if_needed()
+        picture.evaluate("(img) => img.decode()")
+        assert picture.evaluate("(img) => img.naturalWidth") > 0
+        colours, edge = picture_stats(picture.screenshot())
+        assert colours > 20, f"{scheme}: the timeline screenshot is blank"
+        assert edge > 200, f"{scheme}: the picture's own light card is not what shows ({edge:.0f})"
+        schemes[scheme] = background
+    assert schemes["default"] != schemes["slate"]  # the toggle really changed the page
