@@ -305,15 +305,22 @@ def _host_intervals(events: list[Event]) -> tuple[list[Interval], list[Interval]
     work: list[list[float]] = []
     wait: list[list[float]] = []
     blocking: dict[str, bool] = {}
+    last = [-math.inf, -math.inf]
     for event in events:
-        end = event.ts + event.dur
-        _merge_into(work, event.ts, end)
+        start = event.ts
+        end = start + event.dur
+        if start <= last[1]:  # _merge_into, inlined: this loop sees 100k+ events
+            if end > last[1]:
+                last[1] = end
+        elif end > start:
+            last = [start, end]
+            work.append(last)
         if event.kind in LAUNCH_KINDS:
             is_wait = blocking.get(event.name)
             if is_wait is None:
                 is_wait = blocking[event.name] = bool(_HOST_WAIT_CALL.search(event.name))
             if is_wait:
-                _merge_into(wait, event.ts, end)
+                _merge_into(wait, start, end)
     return [(s, e) for s, e in work], [(s, e) for s, e in wait]
 
 
@@ -497,12 +504,14 @@ def _launch_matches(activities: list[_Activity]) -> list[_LaunchMatch]:
     starts many; only the first one's delay is the launch's), sorted by call start."""
     first: dict[int, _Activity] = {}
     for activity in activities:
-        if activity.launch is None:
-            continue
         key = id(activity.launch)
-        if key not in first or activity.event.ts < first[key].event.ts:
+        if activity.launch is not None and (key not in first or
+                                            activity.event.ts < first[key].event.ts):
             first[key] = activity
-    matches = [_LaunchMatch(a.launch, max(a.event.ts - a.launch.end, 0.0)) for a in first.values()]
+    matches = []
+    for activity in first.values():
+        call = activity.launch
+        matches.append(_LaunchMatch(call, max(activity.event.ts - call.ts - call.dur, 0.0)))
     matches.sort(key=lambda m: m.call.ts)
     return matches
 

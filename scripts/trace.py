@@ -27,7 +27,8 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import attrgetter
+from itertools import groupby
+from operator import add, attrgetter
 from pathlib import Path
 from typing import Callable
 
@@ -135,19 +136,15 @@ class Trace:
 
     @cached_property
     def by_kind(self) -> dict[str, list[Event]]:
-        """The events of each kind, in trace order."""
-        groups: dict[str, list[Event]] = {}
-        for event in self.events:
-            group = groups.get(event.kind)
-            if group is None:
-                group = groups[event.kind] = []
-            group.append(event)
-        return groups
+        """The events of each kind, in trace order (a stable sort by kind keeps that order)."""
+        by_kind = attrgetter("kind")
+        return {kind: list(group) for kind, group in groupby(sorted(self.events, key=by_kind), by_kind)}
 
     @cached_property
     def end_us(self) -> float:
         """When the last event ends."""
-        return max((e.ts + e.dur for e in self.events), default=0.0)
+        events = self.events
+        return max(map(add, map(attrgetter("ts"), events), map(attrgetter("dur"), events)), default=0.0)
 
     def of_kinds(self, kinds) -> list[Event]:
         """The events of these kinds, sorted as `events`."""
