@@ -25,6 +25,7 @@ site: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
 test: $(TEST_STAMP)
+	bash tests/setup_browser.sh
 	$(BIN)/python -m pytest -q tests
 
 # On a GPU machine: rerun every snippet (or ONLY=01_matmul_add[/tag]) and rewrite traces/.
