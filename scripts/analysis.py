@@ -205,7 +205,7 @@ def _facts(trace: Trace, step, window) -> TraceFacts:
     return TraceFacts(
         source=trace.source,
         rank=trace.rank,
-        gpus=[str(gpu.get("name", "")) for gpu in trace.gpus],
+        gpus=[str(gpu.get("name", "")) for gpu in trace.gpus if isinstance(gpu, dict)],
         events=len(trace.events),
         duration_us=index.trace_end,
         has_gpu_activity=trace.has_gpu_activity,
@@ -273,7 +273,9 @@ class _TraceIndex:
         self.launch_matches = _launch_matches(self.activities)
         self.launch_times = [m.call.ts for m in self.launch_matches]
         self.trace_end = trace.end_us
-        host_work, host_wait = _host_intervals(trace.of_kinds(sorted(HOST_WORK_KINDS)))
+        host_events = [e for kind in HOST_WORK_KINDS for e in trace.by_kind.get(kind, [])]
+        host_events.sort(key=attrgetter("ts"))  # merging needs start order only
+        host_work, host_wait = _host_intervals(host_events)
         self.host_work = host_work
         self.host_wait = _intersection(host_work, host_wait)
 
