@@ -176,14 +176,18 @@ class Run:
         )
 
     def summary(self) -> str:
-        """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash)."""
-        parts = [cache.file_digest(self.example.trace_path),
+        """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash),
+        naming the trace by its path in the repository, never by this checkout's absolute path."""
+        shown = self.example.trace_path.relative_to(catalog.ROOT).as_posix()
+        parts = [cache.file_digest(self.example.trace_path), shown,
                  cache.code_digest("analysis", "trace", "intervals")]
 
         def compute() -> str:
+            from dataclasses import replace
+
             from scripts.analysis import facts, summary_text
 
-            return summary_text(facts(self.trace))
+            return summary_text(replace(facts(self.trace), source=shown))
 
         return cache.cached_text("summary", parts, compute).read_text()
 
