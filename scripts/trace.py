@@ -9,11 +9,11 @@ differences between Kineto versions and vendors are settled here, once:
   `hip_*` names and CUDA's driver launches map to the same kinds);
 - a file that is not a trace raises `TraceError` with a one-line message.
 
-`load_trace` streams the file: it decodes `traceEvents` one event at a time instead of building
-the whole JSON document, reads Kineto's own layout with one regular expression per event (any
-other layout goes through `json`), keeps only the `args` that the analysis and the timeline read
-(`KEPT_ARGS`), and skips flow events. That is what makes a 250k-event trace load in a fraction of
-the time and memory of `json.load`.
+`load_trace` streams the file a chunk at a time instead of building the whole JSON document,
+reads the events of Kineto's own layout in bulk with a regular expression (any other layout goes
+through `json`), keeps only the `args` that the analysis and the timeline read (`KEPT_ARGS`), and
+skips flow events: a 250k-event trace loads faster than `json.load` reads it, in a fraction of
+the memory.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ _ARGLESS_KINDS = frozenset({"cpu_op", "python", "annotation", "overhead", "trace
 _NO_ARGS: dict = {}  # shared by every event without kept args; never mutated
 
 CHUNK_BYTES = 4 << 20  # bytes read from the file at a time
-_MARGIN = 1 << 20  # text kept ahead of the parser so that a Kineto event is never cut
+_MARGIN = 1 << 20  # text buffered ahead of the parser before it looks for the last whole event
 
 
 @contextmanager
