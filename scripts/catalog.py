@@ -93,6 +93,48 @@ PART1 = tuple(
     ]
 )
 
+
+def _linear(*, warm: bool, compiled: bool) -> Example:
+    args = ["--batch", "1024", "--in_dim", "32", "--out_dim", "64"]
+    args += ["--compile"] * compiled + ["--warmup"] * warm
+    tag = f"linear_b1024_32x64_bf16_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
+    return Example("02_linear", tag, tuple(args))
+
+
+def _mlp(snippet: str, impl: str, *extra: str) -> Example:
+    # impl ("eager", "compile", "triton") is the last part of the tag the snippet writes.
+    args = ("--batch", "64", "--seq", "128", "--dim", "768", "--hidden", "3072", "--warmup", *extra)
+    return Example(snippet, f"mlp_b64_s128_768x3072_bf16_warm_{impl}", args)
+
+
+PART2 = tuple(
+    [_linear(warm=warm, compiled=compiled) for warm in (False, True) for compiled in (False, True)]
+    + [
+        # The GeGLU MLP: eager (five kernels), Inductor (three GEMMs and one fused Triton kernel),
+        # and our hand-written Triton GELU-and-multiply between the eager cuBLAS GEMMs.
+        _mlp("03_simple_mlp", "eager"),
+        _mlp("03_simple_mlp", "compile", "--compile"),
+        _mlp("03_kernels_mlp", "triton"),
+    ]
+)
+
+
+def _attention(variant: str, backend: str = "") -> Example:
+    args = ["--variant", variant] + (["--backend", backend] if backend else [])
+    args += ["--batch", "8", "--heads", "16", "--seq", "1024", "--head_dim", "64", "--warmup"]
+    name = f"{variant}_{backend}" if backend else variant
+    return Example("04_attention", f"{name}_b8_h16_s1024_d64_bf16_warm", tuple(args))
+
+
+# Attention: the out-of-place masked_fill (a hidden copy), its in-place twin, and SDPA with each
+# backend forced in turn.
+PART3 = (
+    _attention("naive"),
+    _attention("inplace"),
+    *(_attention("sdpa", backend) for backend in ("math", "efficient", "flash", "cudnn")),
+)
+
+
 # The guide's worked example, and a large trace (200k+ events with Python stacks) for the
 # analyzer's benchmark.
 GUIDE = (
@@ -100,7 +142,7 @@ GUIDE = (
     Example("train_step", "train_b16_s10_stack", ("--with_stack", "--steps", "10")),
 )
 
-EXAMPLES: tuple[Example, ...] = PART1 + GUIDE
+EXAMPLES: tuple[Example, ...] = PART1 + PART2 + PART3 + GUIDE
 
 _BY_KEY = {example.key: example for example in EXAMPLES}
 
