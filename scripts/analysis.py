@@ -2,7 +2,7 @@
 
 `facts(trace)` is the entry point; `summary_text(facts)` reads it out. Definitions follow Holistic
 Trace Analysis (HTA 0.5.0) where HTA has one, so our numbers can be checked against it; the
-places where we differ on purpose are listed in scripts/ANALYZER_GUIDE.md:
+places where we differ on purpose are listed in docs/guide/analyze-your-trace.md:
 
 - GPU busy time is the union of kernel, memcpy and memset intervals (`gpu_user_annotation` rows
   span idle gaps, and synchronization rows are waits: neither is busy time).

@@ -4,7 +4,7 @@ kernels, and whether the program is overhead-bound or compute-bound.
     python scripts/analyze.py TRACE [TRACE ...] [--json] [--svg OUT] [--step N | --window START:END]
 
 Reads .json and .json.gz chrome traces from torch.profiler / Kineto of any version, CUDA or ROCm,
-one file per rank. The definitions are in scripts/ANALYZER_GUIDE.md.
+one file per rank. The definitions are in docs/guide/analyze-your-trace.md.
 """
 
 from __future__ import annotations

@@ -148,3 +148,13 @@ def test_https_site_url_adds_shareable_perfetto_links(tmp_path, monkeypatch):
     for url in shares:
         assert url.startswith("https://example.org/profiling/traces/01_matmul_add/")
         assert (project / "site" / url.removeprefix("https://example.org/profiling/")).is_file()
+
+
+def test_guide_prints_the_thresholds_the_code_uses(built_site):
+    from scripts import analysis
+
+    guide = (built_site / "guide" / "analyze-your-trace" / "index.html").read_text()
+    for name in ("COMPUTE_BOUND_MIN_BUSY_PCT", "OVERHEAD_BOUND_MAX_BUSY_PCT",
+                 "OVERHEAD_BOUND_MIN_LAUNCH_WAIT_PCT", "KERNEL_WAIT_US"):
+        assert re.search(rf"<code>{name}</code></td>\s*<td[^>]*>{getattr(analysis, name):g}", guide), name
+    assert "verdict:" in guide  # the worked example's summary

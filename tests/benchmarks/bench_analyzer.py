@@ -95,7 +95,7 @@ def main(argv=None) -> None:
     print(f"HTA/ours wall time: {hta_wall / our_wall:.1f}x faster (aim: >= 10x)")
     print(f"ours/HTA peak memory: {our_rss / hta_rss:.2f} (aim: <= 0.33)")
     print("idle %: HTA rounds times to whole microseconds by default, we keep nanoseconds "
-          "(see scripts/ANALYZER_GUIDE.md)")
+          "(see docs/guide/analyze-your-trace.md)")
 
 
 if __name__ == "__main__":
