@@ -119,11 +119,13 @@ PART2 = tuple(
 )
 
 
-def _attention(variant: str, backend: str = "") -> Example:
+def _attention(variant: str, backend: str = "", dtype: str = "bf16") -> Example:
     args = ["--variant", variant] + (["--backend", backend] if backend else [])
     args += ["--batch", "8", "--heads", "16", "--seq", "1024", "--head_dim", "64", "--warmup"]
+    if dtype != "bf16":
+        args += ["--dtype", dtype]
     name = f"{variant}_{backend}" if backend else variant
-    return Example("04_attention", f"{name}_b8_h16_s1024_d64_bf16_warm", tuple(args))
+    return Example("04_attention", f"{name}_b8_h16_s1024_d64_{dtype}_warm", tuple(args))
 
 
 # Attention: the out-of-place masked_fill (a hidden copy), its in-place twin, and SDPA with each
@@ -132,6 +134,8 @@ PART3 = (
     _attention("naive"),
     _attention("inplace"),
     *(_attention("sdpa", backend) for backend in ("math", "efficient", "flash", "cudnn")),
+    # In fp32 the fused backends that need half precision refuse: their rows keep the reason.
+    *(_attention("sdpa", backend, dtype="fp32") for backend in ("flash", "cudnn")),
 )
 
 
