@@ -62,7 +62,7 @@ GPU_ACTIVITY_KINDS = frozenset({"kernel", "memcpy", "memset"})
 LAUNCH_KINDS = frozenset({"runtime", "driver"})
 
 # The args kept on events (integers only); the rest are dropped while loading to save memory.
-KEPT_ARGS = ("correlation", "stream", "device", "bytes")
+KEPT_ARGS = ("correlation", "stream", "device", "bytes", "est. achieved occupancy %")
 # Host-side kinds that make up most of a trace and whose args nothing reads.
 _ARGLESS_KINDS = frozenset({"cpu_op", "python", "annotation", "overhead", "trace"})
 _NO_ARGS: dict = {}  # shared by every event without kept args; never mutated
