@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve site test refresh check bench-site clean
+.PHONY: serve site test refresh check bench-site lighthouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ check:
 # Build-time cost of executing the pages, against the same pages as plain Material.
 bench-site: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_site.py
+
+# Lighthouse performance and accessibility of the home page and each post (npm lighthouse goes into
+# .lighthouse/, Debian's chromium runs it; see tests/benchmarks/lighthouse.py).
+lighthouse: site
+	$(BIN)/python tests/benchmarks/lighthouse.py
 
 clean:
 	rm -rf site .cache

@@ -7,23 +7,19 @@ sideways scrolling; the timeline pictures stay legible in the dark scheme.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import os
 import re
 import shutil
-import threading
 import xml.etree.ElementTree as ET
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking"]
+from tests.site_tools import CHROMIUM, CHROMIUM_ARGS, serve, site_pages
+
 PERFETTO = "https://ui.perfetto.dev"
 PHONE = {"width": 390, "height": 844}
 
@@ -39,20 +35,10 @@ def browser_missing(why: str):
 # --- fixtures: the server, the browser, a page that records what goes wrong ----------------------
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def base_url(built_site):
-    """The built site served on 127.0.0.1 at a free port."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=built_site))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-    server.server_close()
+    with serve(built_site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -141,12 +127,6 @@ def visit(browser, base_url):
     yield make
     for v in visits:
         v.close()
-
-
-def site_pages(site: Path) -> list[str]:
-    """Every page as a path under the site's root: "", "blog/", "blog/matmul-add/", ..."""
-    dirs = (p.parent.relative_to(site).as_posix() for p in site.rglob("index.html"))
-    return sorted("" if d == "." else d + "/" for d in dirs)
 
 
 def pages_with(site: Path, marker: str) -> list[str]:

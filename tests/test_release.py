@@ -14,6 +14,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
+from tests.site_tools import posts
 from tests.conftest import clean_copy, mkdocs_build
 from tests.test_site import parse
 
@@ -121,11 +122,6 @@ def test_link_check_finds_a_broken_anchor_and_file(site, tmp_path):
 # --- page weight ---------------------------------------------------------------------------------
 
 
-def posts(site: Site) -> list[Path]:
-    """The blog posts: Material marks their content area."""
-    return [p for p in html_files(site.root) if "md-content--post" in p.read_text(encoding="utf-8")]
-
-
 def loaded_on_open(site: Site, page: Path) -> set[Path]:
     """What a browser fetches for a page without a click: stylesheets, icons, scripts, images (lazy
     ones too: a reader scrolls), and the search worker and index Material starts right away. Not
@@ -147,7 +143,7 @@ def loaded_on_open(site: Site, page: Path) -> set[Path]:
 
 def test_each_post_weighs_under_a_megabyte(site):
     heavy = []
-    found = posts(site)
+    found = [site.root / path / "index.html" for path in posts(site.root)]
     assert found, "no blog post found (Material's md-content--post)"
     for post in found:
         parts = {post} | loaded_on_open(site, post)

@@ -1,0 +1,103 @@
+"""Lighthouse on the built site: performance and accessibility of the home page and every post.
+
+Installs npm `lighthouse` (pinned) into .lighthouse/ (gitignored, never global), serves the built
+site on localhost, gzipped like GitHub Pages, and audits each page with Debian's Chromium, the mobile preset (Lighthouse's
+default: a mid-range phone on a throttled network, simulated). Prints the scores and what costs
+points; exits 1 if a score is under the aim. A benchmark, not part of `make test`:
+
+    make lighthouse                                  # builds site/ first
+    .venv/bin/python tests/benchmarks/lighthouse.py [--site site] [--desktop] [--aim 95]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.site_tools import CHROMIUM, CHROMIUM_ARGS, posts, serve  # noqa: E402
+
+LIGHTHOUSE_VERSION = "12.2.3"  # 13.x wants Node 22
+PREFIX = ROOT / ".lighthouse"
+CLI = PREFIX / "node_modules" / "lighthouse" / "cli" / "index.js"
+CATEGORIES = ("performance", "accessibility")
+
+
+def install() -> None:
+    package = PREFIX / "node_modules" / "lighthouse" / "package.json"
+    if package.exists() and json.loads(package.read_text())["version"] == LIGHTHOUSE_VERSION:
+        return
+    print(f"installing lighthouse {LIGHTHOUSE_VERSION} into {PREFIX.relative_to(ROOT)}/", flush=True)
+    subprocess.run(["npm", "install", "--prefix", str(PREFIX), "--no-audit", "--no-fund",
+                    "--loglevel=error", "--save-exact", f"lighthouse@{LIGHTHOUSE_VERSION}"], check=True)
+
+
+def audit(url: str, out: Path, desktop: bool) -> dict:
+    command = ["node", str(CLI), url, "--quiet", "--output=json", f"--output-path={out}",
+               f"--only-categories={','.join(CATEGORIES)}", f"--chrome-flags={' '.join(CHROMIUM_ARGS)}"]
+    if desktop:
+        command.append("--preset=desktop")
+    subprocess.run(command, check=True, env=dict(os.environ, CHROME_PATH=CHROMIUM))
+    return json.loads(out.read_text())
+
+
+def score(report: dict, category: str) -> int:
+    return round(report["categories"][category]["score"] * 100)
+
+
+def shortfalls(report: dict) -> list[str]:
+    """The audits that cost points, with Lighthouse's own numbers."""
+    lines = []
+    for category in CATEGORIES:
+        for ref in report["categories"][category]["auditRefs"]:
+            result = report["audits"][ref["id"]]
+            if ref["weight"] and result["score"] is not None and result["score"] < 1:
+                value = result.get("displayValue", "")
+                lines.append(f"    {category[:4]} {result['score']:.2f} {ref['id']}: {result['title']} {value}".rstrip())
+                items = (result.get("details") or {}).get("items") or []
+                for item in items[:3]:
+                    node = item.get("node") or {}
+                    where = node.get("snippet") or item.get("url") or node.get("selector") or ""
+                    if where:
+                        lines.append(f"        {str(where)[:150]}")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", type=Path, default=ROOT / "site", help="built site (default: site/)")
+    parser.add_argument("--desktop", action="store_true", help="the desktop preset instead of mobile")
+    parser.add_argument("--aim", type=int, default=95, help="lowest acceptable score (default 95)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per page; the median counts (default 3)")
+    args = parser.parse_args()
+    if not (args.site / "index.html").exists():
+        sys.exit(f"no built site in {args.site}: run `make site` first")
+    install()
+    pages = [""] + posts(args.site)
+    below = []
+    with serve(args.site, compress=True) as base, tempfile.TemporaryDirectory() as tmp:
+        print(f"{'page':32} {'perf':>5} {'a11y':>5}   ({'desktop' if args.desktop else 'mobile'} preset)")
+        for i, page in enumerate(pages):
+            # Scores move from run to run (more so on a busy machine): the median run counts.
+            reports = [audit(base + page, Path(tmp) / f"{i}-{run}.json", args.desktop) for run in range(args.runs)]
+            reports.sort(key=lambda r: score(r, "performance"))
+            report = reports[len(reports) // 2]
+            scores = [score(report, c) for c in CATEGORIES]
+            spread = f"perf {score(reports[0], 'performance')}-{score(reports[-1], 'performance')} over {args.runs} runs"
+            print(f"{'/' + page:32} {scores[0]:>5} {scores[1]:>5}   {spread}", flush=True)
+            print("\n".join(shortfalls(report)), flush=True)
+            below += [f"/{page} {c} {s}" for c, s in zip(CATEGORIES, scores) if s < args.aim]
+    if below:
+        print(f"under {args.aim}: " + "; ".join(below))
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
