@@ -257,8 +257,21 @@ def render_facts_box(facts: dict, guide_href: str) -> str:
     )
 
 
+_runs: dict[tuple, Run] = {}
+
+
 def example(key: str) -> Run:
-    return Run(catalog.get(key))
+    """The frozen run of an example. Kept for the life of the process while its artifacts are
+    unchanged, so that a rebuild during `mkdocs serve` does not parse its trace again."""
+    item = catalog.get(key)
+    try:
+        stat = item.meta_path.stat()
+        version = (stat.st_mtime_ns, stat.st_size)
+    except FileNotFoundError:
+        version = None  # Run.meta raises with the command to run
+    if (key, version) not in _runs:
+        _runs[(key, version)] = Run(item)
+    return _runs[(key, version)]
 
 
 def load_facts_json(run: Run, window=None) -> dict:
