@@ -335,7 +335,8 @@ def test_timelines_render_in_light_and_dark_schemes(visit):
 
 def test_search_finds_a_post_by_a_word_of_its_profiler_output(visit):
     page = visit().open("")
-    page.locator("input.md-search__input").fill("nvjet")  # a kernel name only the tables print
-    hit = page.locator(".md-search-result__item a[href*='blog/matmul-add/']").first
+    # a kernel family that the posts' tables print; several posts do, so any of them is a hit
+    page.locator("input.md-search__input").fill("nvjet")
+    hit = page.locator(".md-search-result__item a[href*='blog/']").first
     hit.wait_for()
-    assert "blog/matmul-add/" in hit.get_attribute("href")
+    assert re.search(r"blog/(matmul-add|linear-mlp|attention)/", hit.get_attribute("href"))
