@@ -64,3 +64,9 @@ def on_page_content(html, page, **kwargs):
     if getattr(page, "excerpt", None) is not None and EXCERPT_SEPARATOR in page.markdown:
         page.markdown = page.markdown.split(EXCERPT_SEPARATOR, 1)[0] + EXCERPT_SEPARATOR
     return html
+
+
+def on_post_page(output, page, config):
+    # Material's search dialog has no accessible name (Lighthouse: aria-dialog-name).
+    return output.replace('data-md-component="search" role="dialog"',
+                          'data-md-component="search" role="dialog" aria-label="Search"', 1)
