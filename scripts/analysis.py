@@ -26,10 +26,10 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from operator import attrgetter
+from itertools import chain, compress, islice, repeat
+from operator import add, attrgetter, eq, gt, is_not, lt, sub
 
-from scripts.intervals import Interval, union
-from scripts.trace import LAUNCH_KINDS, Event, Trace, Window, paused_gc, select_window
+from scripts.trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
 
 # HTA's `consecutive_kernel_delay` default: a gap shorter than this between two activities on a
 # stream, not caused by the host, is the GPU's own launch latency ("kernel wait"). HTA's docstring
@@ -57,6 +57,10 @@ HTA_LAUNCH_APIS = frozenset({
 # Host calls that block until the GPU catches up: time in them is waiting, not host work.
 _HOST_WAIT_CALL = re.compile(r"Synchronize|^(cuda|hip)Memcpy$|^cuMemcpy(DtoH|HtoD)?(_v2)?$")
 HOST_WORK_KINDS = frozenset({"cpu_op"}) | LAUNCH_KINDS
+# The kinds whose events the facts read only as times (ops: host work) or not at all (the Python
+# frames of with_stack=True): `load_trace(path, skip_kinds=TIMES_ONLY_KINDS)` gives the same
+# facts, faster.
+TIMES_ONLY_KINDS = frozenset({"cpu_op", "python"})
 
 NO_GPU = "no GPU activity"
 
@@ -198,6 +202,9 @@ def facts(trace: Trace, step: int | None = None, window: Window | tuple[float, f
 
 
 def _facts(trace: Trace, step, window) -> TraceFacts:
+    missing = sorted(set(trace.skipped) - TIMES_ONLY_KINDS)
+    if missing:
+        raise ValueError(f"the facts need the {', '.join(missing)} events that loading skipped")
     index = _TraceIndex(trace)
     focus = _focus_window(trace, step, window)
     steps = [Window(s.ts, s.end, s.name) for s in trace.steps]
@@ -206,7 +213,7 @@ def _facts(trace: Trace, step, window) -> TraceFacts:
         source=trace.source,
         rank=trace.rank,
         gpus=[str(gpu.get("name", "")) for gpu in trace.gpus if isinstance(gpu, dict)],
-        events=len(trace.events),
+        events=trace.event_count,
         duration_us=index.trace_end,
         has_gpu_activity=trace.has_gpu_activity,
         window=window_facts(index, focus),
@@ -234,111 +241,156 @@ def kernel_kind(name: str, kind: str = "kernel") -> str:
     return "compute" if not _NOT_COMPUTE.match(name) else "other"
 
 
-@dataclass(slots=True)
-class _Activity:
-    """A GPU activity with what the windows ask of it, looked up once."""
+# Merged intervals as two lists, their starts and their ends: sorted, disjoint, not touching.
+Merged = tuple[list[float], list[float]]
 
-    event: Event
-    launch: Event | None  # the runtime/driver call with the same correlation id
-    placed: float  # the time that places it in a window: its launch's start (HTA's iterations)
-    device: int | str
-    stream: int | str
-    kind: str  # compute / communication / memory / other
-
-    @property
-    def interval(self) -> Interval:
-        return (self.event.ts, self.event.ts + self.event.dur)
+GAP_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
 
 class _TraceIndex:
-    """What every window needs, computed once per trace: activities ordered by placing time,
-    stream gaps, launch matches, and merged host and GPU intervals."""
+    """What every window needs, computed once per trace, as columns (lists with one value per
+    item): the GPU activities ordered by placing time, the gaps between activities on a stream,
+    the launch calls matched to their activities, and merged host and GPU intervals. A window is
+    a range of these lists, found by bisection; the facts are made of operations on whole lists
+    rather than of loops in Python."""
 
     def __init__(self, trace: Trace):
         self.trace = trace
-        launches = trace.launches_by_correlation
-        kinds: dict[tuple, str] = {}
-        self.activities = sorted(
-            (_activity(a, launches, kinds) for a in trace.gpu_activities),
-            key=attrgetter("placed"),
-        )
-        self.placed_times = [a.placed for a in self.activities]
-        self.devices = sorted({a.device for a in self.activities}, key=str)
+        self._activities(trace)
+        self._gaps()
+        self._launches()
+        self.trace_end = trace.end_us
+        self.host_work = _host_work(trace)
+        self.host_wait = _intersection(self.host_work, _host_waits(trace))
+
+    def _activities(self, trace: Trace) -> None:
+        events = trace.gpu_activities
+        args = list(map(attrgetter("args"), events))
+        launches = list(map(trace.launches_by_correlation.get,
+                            map(dict.get, args, repeat("correlation"))))
+        starts = list(map(attrgetter("ts"), events))
+        # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
+        placed = [start if launch is None else launch.ts for start, launch in zip(starts, launches)]
+        order = sorted(range(len(events)), key=placed.__getitem__)
+        events, args = _take(events, order), _take(args, order)
+        self.placed_times = _take(placed, order)
+        self.launches = _take(launches, order)  # the runtime/driver call, or None
+        self.starts = list(map(attrgetter("ts"), events))
+        self.durs = list(map(attrgetter("dur"), events))
+        self.ends = list(map(add, self.starts, self.durs))
+        self.names = list(map(attrgetter("name"), events))
+        self.event_kinds = list(map(attrgetter("kind"), events))  # kernel / memcpy / memset
+        named = list(zip(self.names, self.event_kinds))
+        kinds = {pair: kernel_kind(*pair) for pair in set(named)}
+        self.kinds = list(map(kinds.__getitem__, named))  # compute / communication / ...
+        devices = map(dict.get, args, repeat("device"))
+        streams = map(dict.get, args, repeat("stream"))
+        self.device_of = [pid if device is None else device
+                          for device, pid in zip(devices, map(attrgetter("pid"), events))]
+        self.stream_of = [tid if stream is None else stream
+                          for stream, tid in zip(streams, map(attrgetter("tid"), events))]
+        self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {
-            device: union(a.interval for a in self.activities if a.device == device)
+            device: _union_of_times(*_where(self.device_of, device, self.starts, self.ends))
             for device in self.devices
         }
-        self.gaps = _stream_gaps(self.activities)
-        self.gap_times = [g.placed for g in self.gaps]
-        self.launch_matches = _launch_matches(self.activities)
-        self.launch_times = [m.call.ts for m in self.launch_matches]
-        self.trace_end = trace.end_us
-        host_events = [e for kind in HOST_WORK_KINDS for e in trace.by_kind.get(kind, [])]
-        host_events.sort(key=attrgetter("ts"))  # merging needs start order only
-        host_work, host_wait = _host_intervals(host_events)
-        self.host_work = host_work
-        self.host_wait = _intersection(host_work, host_wait)
 
-    def placed_in(self, window: Window) -> list[_Activity]:
-        lo = bisect_left(self.placed_times, window.start)
-        return self.activities[lo:bisect_left(self.placed_times, window.end)]
+    def _gaps(self) -> None:
+        """Every gap between consecutive activities of a stream, categorized as HTA does, sorted
+        by the placing time of the activity after the gap. As in HTA, an overlap (a negative
+        gap, which clock rounding makes) counts negative, so that rounding jitter cancels out."""
+        starts, ends = self.starts, self.ends
+        # When the launch call of each activity began; -inf without one (never host wait).
+        launch_starts = [-math.inf if launch is None else launch.ts for launch in self.launches]
+        by_stream = defaultdict(list)  # (device, stream) -> activities in placing order
+        for i, key in enumerate(zip(self.device_of, self.stream_of)):
+            by_stream[key].append(i)
+        self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
+        times, codes, durs, keys = [], [], [], []
+        for key, on_stream in by_stream.items():
+            on_stream.sort(key=starts.__getitem__)
+            previous, current = on_stream[:-1], on_stream[1:]
+            previous_ends = _take(ends, previous)
+            gaps = list(map(sub, _take(starts, current), previous_ends))
+            host_wait = map(gt, _take(launch_starts, current), previous_ends)
+            kernel_wait = map(lt, gaps, repeat(KERNEL_WAIT_US))
+            base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
+            codes += [base if host else base + 1 if kernel else base + 2
+                      for host, kernel in zip(host_wait, kernel_wait)]
+            times += _take(self.placed_times, current)
+            durs += gaps
+            keys += [key] * len(gaps)
+        order = sorted(range(len(times)), key=times.__getitem__)
+        self.gap_times, self.gap_codes = _take(times, order), _take(codes, order)
+        self.gap_durs, self.gap_keys = _take(durs, order), _take(keys, order)
+
+    def _launches(self) -> None:
+        """One match per launch call and the earliest activity it started (a CUDA graph launch
+        starts many; only the first one's delay is the launch's), sorted by call start."""
+        launches, starts = self.launches, self.starts
+        launched = list(compress(range(len(launches)), map(is_not, launches, repeat(None))))
+        by_start = sorted(launched, key=starts.__getitem__)[::-1]
+        earliest = dict(zip(map(id, _take(launches, by_start)), by_start))  # first one wins
+        # In the order in which the calls first appear among activities, then by call start.
+        matched = list(map(earliest.__getitem__, dict.fromkeys(map(id, _take(launches, launched)))))
+        calls = _take(launches, matched)
+        call_starts = list(map(attrgetter("ts"), calls))
+        call_durs = list(map(attrgetter("dur"), calls))
+        delays = list(map(max, map(sub, map(sub, _take(starts, matched), call_starts), call_durs),
+                          repeat(0.0)))
+        order = sorted(range(len(calls)), key=call_starts.__getitem__)
+        self.launch_times, self.launch_delays = _take(call_starts, order), _take(delays, order)
+        self.call_durs = _take(call_durs, order)
+        self.call_names = _take(list(map(attrgetter("name"), calls)), order)
+
+    def placed_range(self, window: Window) -> tuple[int, int]:
+        """The activities placed in the window: [lo, hi) of the activity columns."""
+        return (bisect_left(self.placed_times, window.start),
+                bisect_left(self.placed_times, window.end))
 
 
-def _activity(event: Event, launches: dict, kinds: dict) -> _Activity:
-    args = event.args
-    launch = launches.get(args.get("correlation"))
-    device, stream = args.get("device"), args.get("stream")
-    kind = kinds.get((event.name, event.kind))
-    if kind is None:
-        kind = kinds[(event.name, event.kind)] = kernel_kind(event.name, event.kind)
-    return _Activity(
-        event=event,
-        launch=launch,
-        placed=event.ts if launch is None else launch.ts,
-        device=event.pid if device is None else device,
-        stream=event.tid if stream is None else stream,
-        kind=kind,
-    )
+def _take(column: list, indices: list[int]) -> list:
+    return list(map(column.__getitem__, indices))
 
 
-def _host_intervals(events: list[Event]) -> tuple[list[Interval], list[Interval]]:
-    """The merged intervals of host work (ops and launch calls) and of blocking calls, in one
-    pass over host events sorted by start (so merging needs no sort)."""
-    work: list[list[float]] = []
-    wait: list[list[float]] = []
+def _where(keys: list, key, *columns: list) -> list[list]:
+    """The columns' values in the rows whose key is `key`."""
+    if all(map(eq, keys, repeat(key))):
+        return list(columns)
+    return [list(compress(column, map(eq, keys, repeat(key)))) for column in columns]
+
+
+def _host_work(trace: Trace) -> Merged:
+    """The merged intervals of host work: ops and launch calls (events or skipped times)."""
+    starts: list[float] = []
+    durations: list[float] = []
+    for kind in sorted(HOST_WORK_KINDS):
+        kind_starts, kind_durations = trace.times(kind)
+        starts += kind_starts
+        durations += kind_durations
+    return _union_of_times(starts, list(map(add, starts, durations)))
+
+
+def _host_waits(trace: Trace) -> Merged:
+    """The merged intervals of the launch-API calls that block until the GPU catches up."""
     blocking: dict[str, bool] = {}
-    last = [-math.inf, -math.inf]
-    for event in events:
-        start = event.ts
-        end = start + event.dur
-        if start <= last[1]:  # _merge_into, inlined: this loop sees 100k+ events
-            if end > last[1]:
-                last[1] = end
-        elif end > start:
-            last = [start, end]
-            work.append(last)
-        if event.kind in LAUNCH_KINDS:
+    calls = []
+    for kind in sorted(LAUNCH_KINDS):
+        for event in trace.by_kind.get(kind, []):
             is_wait = blocking.get(event.name)
             if is_wait is None:
                 is_wait = blocking[event.name] = bool(_HOST_WAIT_CALL.search(event.name))
             if is_wait:
-                _merge_into(wait, start, end)
-    return [(s, e) for s, e in work], [(s, e) for s, e in wait]
-
-
-def _merge_into(merged: list[list[float]], start: float, end: float) -> None:
-    """Add an interval that starts no earlier than the ones before it."""
-    if merged and start <= merged[-1][1]:
-        if end > merged[-1][1]:
-            merged[-1][1] = end
-    elif end > start:
-        merged.append([start, end])
+                calls.append(event)
+    starts = list(map(attrgetter("ts"), calls))
+    return _union_of_times(starts, list(map(add, starts, map(attrgetter("dur"), calls))))
 
 
 def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> WindowFacts:
     """The facts of one window; `top` kernels are listed (0 for none)."""
-    activities = index.placed_in(window)
-    merged = _union_of(activities)
+    lo, hi = index.placed_range(window)
+    starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds[lo:hi]
+    merged = _union_of(starts, ends)
     n_gpus = max(len(index.devices), 1)
     busy = sum((_covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
     cpu_work = _covered(index.host_work, window.start, window.end)
@@ -356,12 +408,12 @@ def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> 
         cpu_busy_us=cpu_work - cpu_wait,
         cpu_busy_pct=_pct(cpu_work - cpu_wait, window.dur),
         cpu_wait_us=cpu_wait,
-        temporal_breakdown=temporal_breakdown(activities, window.label, merged),
+        temporal_breakdown=_temporal_breakdown(window.label, starts, ends, kinds, merged),
         idle_by_stream=idle_by_stream,
         launches=_launch_stats(index, window),
-        activities_by_kind=dict(Counter(a.event.kind for a in activities)),
-        kernels_by_kind=dict(Counter(a.kind for a in activities)),
-        top_kernels=top_kernels(activities, top) if top else [],
+        activities_by_kind=dict(Counter(index.event_kinds[lo:hi])),
+        kernels_by_kind=dict(Counter(kinds)),
+        top_kernels=top_kernels(index, lo, hi, top) if top else [],
         verdict=verdict(index.trace.has_gpu_activity, busy_pct, idle_by_stream),
     )
 
@@ -374,21 +426,20 @@ def _pct(part: float, whole: float) -> float:
 class _Union:
     """The union of some activities, with their span (which zero-length ones also extend)."""
 
-    intervals: list[Interval]
+    intervals: Merged
     start: float
     end: float
 
     @property
     def busy(self) -> float:
-        return sum(e - s for s, e in self.intervals)
+        starts, ends = self.intervals
+        return sum(map(sub, ends, starts))
 
 
-def _union_of(activities: list[_Activity]) -> _Union | None:
-    if not activities:
+def _union_of(starts: list[float], ends: list[float]) -> _Union | None:
+    if not starts:
         return None
-    return _Union(union(a.interval for a in activities),
-                  min(a.event.ts for a in activities),
-                  max(a.event.ts + a.event.dur for a in activities))
+    return _Union(_union_of_times(starts, ends), min(starts), max(ends))
 
 
 def _kernel_span(merged: _Union | None) -> KernelSpan | None:
@@ -399,16 +450,17 @@ def _kernel_span(merged: _Union | None) -> KernelSpan | None:
                       _pct(busy, merged.end - merged.start))
 
 
-def temporal_breakdown(activities: list[_Activity], scope: str,
-                       merged: _Union | None = None) -> TemporalBreakdown | None:
-    """HTA's temporal breakdown of these activities (None without any, or when they all take no
-    time); `merged` is their union when the caller has it."""
-    merged = _union_of(activities) if merged is None else merged
+def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], kinds: list[str],
+                        merged: _Union | None = None) -> TemporalBreakdown | None:
+    """HTA's temporal breakdown of the activities with these times and kinds (None without any,
+    or when they all take no time); `merged` is their union when the caller has it."""
+    merged = _union_of(starts, ends) if merged is None else merged
     if merged is None or merged.end <= merged.start:
         return None
     span = merged.end - merged.start
     busy = merged.busy
-    compute = sum(e - s for s, e in union(a.interval for a in activities if a.kind == "compute"))
+    compute_starts, compute_ends = _union_of_times(*_where(kinds, "compute", starts, ends))
+    compute = sum(map(sub, compute_ends, compute_starts))
     idle = span - busy
     return TemporalBreakdown(
         scope=scope,
@@ -437,95 +489,49 @@ def hta_scope_end(trace: Trace) -> float | None:
 def _hta_scope_breakdown(index: _TraceIndex) -> TemporalBreakdown | None:
     """The per-trace breakdown over the activities HTA keeps by default (see hta_scope_end)."""
     cut = hta_scope_end(index.trace)
+    columns = (index.starts, index.ends, index.kinds)
     if cut is None:
-        return temporal_breakdown(index.activities, "whole trace")
-    kept = [a for a in index.activities if a.launch is not None and a.launch.ts < cut]
-    return temporal_breakdown(kept, f"launched before {index.trace.steps[-1].name} began "
-                                    "(HTA drops the last step)")
-
-
-@dataclass(slots=True)
-class _Gap:
-    placed: float  # the placing time of the activity after the gap
-    device: int | str
-    stream: int | str
-    dur: float
-    category: str  # host_wait / kernel_wait / other
-
-
-def _stream_gaps(activities: list[_Activity]) -> list[_Gap]:
-    """Every gap between consecutive activities of a stream, categorized as HTA does; sorted by
-    placing time. As in HTA, an overlap (a negative gap, which clock rounding makes) counts
-    negative, so that rounding jitter cancels out."""
-    by_stream = defaultdict(list)
-    for activity in activities:
-        by_stream[(activity.device, activity.stream)].append(activity)
-    gaps = []
-    for (device, stream), on_stream in by_stream.items():
-        on_stream.sort(key=lambda a: a.event.ts)
-        for previous, current in zip(on_stream, on_stream[1:]):
-            previous_end = previous.event.ts + previous.event.dur
-            gap = current.event.ts - previous_end
-            if current.launch is not None and current.launch.ts > previous_end:
-                category = "host_wait"
-            elif gap < KERNEL_WAIT_US:
-                category = "kernel_wait"
-            else:
-                category = "other"
-            gaps.append(_Gap(current.placed, device, stream, gap, category))
-    gaps.sort(key=attrgetter("placed"))
-    return gaps
+        return _temporal_breakdown("whole trace", *columns)
+    kept = [launch is not None and launch.ts < cut for launch in index.launches]
+    return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
+                               "(HTA drops the last step)",
+                               *(list(compress(column, kept)) for column in columns))
 
 
 def _idle_by_stream(index: _TraceIndex, window: Window) -> list[StreamIdle]:
     lo, hi = bisect_left(index.gap_times, window.start), bisect_left(index.gap_times, window.end)
-    totals: dict[tuple, Counter] = defaultdict(Counter)
-    for gap in index.gaps[lo:hi]:
-        totals[(gap.device, gap.stream)][gap.category] += gap.dur
-        totals[(gap.device, gap.stream)]["gaps"] += 1
+    codes, durs = index.gap_codes[lo:hi], index.gap_durs[lo:hi]
+    # Sum the gaps of each stream and category in placing order: a stable sort by code groups them.
+    order = sorted(range(hi - lo), key=codes.__getitem__)
+    sorted_codes = list(map(codes.__getitem__, order))
+    totals = {}  # code -> (gaps, total us)
+    for code in set(codes):
+        first, last = bisect_left(sorted_codes, code), bisect_right(sorted_codes, code)
+        totals[code] = (last - first, sum(map(durs.__getitem__, order[first:last])))
     rows = []
-    for (device, stream), total in sorted(totals.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
-        idle = total["host_wait"] + total["kernel_wait"] + total["other"]
+    first_seen = dict.fromkeys(index.gap_keys[lo:hi])
+    for device, stream in sorted(first_seen, key=lambda key: (str(key[0]), str(key[1]))):
+        base = 3 * index.stream_numbers[(device, stream)]
+        (n_host, host), (n_kernel, kernel), (n_other, other) = (
+            totals.get(base + i, (0, 0)) for i in range(len(GAP_CATEGORIES)))
+        idle = host + kernel + other
         rows.append(StreamIdle(
-            device=device, stream=stream, gaps=int(total["gaps"]), idle_us=idle,
-            host_wait_us=total["host_wait"], kernel_wait_us=total["kernel_wait"],
-            other_us=total["other"], host_wait_pct=_pct(total["host_wait"], idle),
-            kernel_wait_pct=_pct(total["kernel_wait"], idle), other_pct=_pct(total["other"], idle),
+            device=device, stream=stream, gaps=n_host + n_kernel + n_other, idle_us=idle,
+            host_wait_us=host, kernel_wait_us=kernel, other_us=other,
+            host_wait_pct=_pct(host, idle), kernel_wait_pct=_pct(kernel, idle),
+            other_pct=_pct(other, idle),
         ))
     return rows
 
 
-@dataclass(slots=True)
-class _LaunchMatch:
-    call: Event
-    delay: float
-
-
-def _launch_matches(activities: list[_Activity]) -> list[_LaunchMatch]:
-    """One match per launch call and the earliest activity it started (a CUDA graph launch
-    starts many; only the first one's delay is the launch's), sorted by call start."""
-    first: dict[int, _Activity] = {}
-    for activity in activities:
-        key = id(activity.launch)
-        if activity.launch is not None and (key not in first or
-                                            activity.event.ts < first[key].event.ts):
-            first[key] = activity
-    matches = []
-    for activity in first.values():
-        call = activity.launch
-        matches.append(_LaunchMatch(call, max(activity.event.ts - call.ts - call.dur, 0.0)))
-    matches.sort(key=lambda m: m.call.ts)
-    return matches
-
-
 def _launch_stats(index: _TraceIndex, window: Window) -> LaunchStats:
     lo = bisect_left(index.launch_times, window.start)
-    matches = index.launch_matches[lo:bisect_left(index.launch_times, window.end)]
-    delays = sorted(m.delay for m in matches)
-    calls = sorted(m.call.dur for m in matches)
-    by_api = Counter(m.call.name for m in matches)
+    hi = bisect_left(index.launch_times, window.end)
+    delays = sorted(index.launch_delays[lo:hi])
+    calls = sorted(index.call_durs[lo:hi])
+    by_api = Counter(index.call_names[lo:hi])
     return LaunchStats(
-        launches=len(matches),
+        launches=len(delays),
         delay_mean_us=sum(delays) / len(delays) if delays else None,
         delay_p50_us=_percentile(delays, 50),
         delay_p90_us=_percentile(delays, 90),
@@ -543,13 +549,14 @@ def _percentile(ordered: list[float], pct: float) -> float | None:
     return ordered[max(math.ceil(pct / 100 * len(ordered)) - 1, 0)]
 
 
-def top_kernels(activities: list[_Activity], top: int = TOP_KERNELS) -> list[KernelStat]:
-    """The GPU activities with the most total time, by name."""
+def top_kernels(index: _TraceIndex, lo: int, hi: int,
+                top: int = TOP_KERNELS) -> list[KernelStat]:
+    """The GPU activities (index columns [lo, hi)) with the most total time, by name."""
     totals: dict[str, list] = {}
-    for activity in activities:
-        entry = totals.setdefault(activity.event.name, [0, 0.0, activity.kind])
+    for name, dur, kind in zip(index.names[lo:hi], index.durs[lo:hi], index.kinds[lo:hi]):
+        entry = totals.setdefault(name, [0, 0.0, kind])
         entry[0] += 1
-        entry[1] += activity.event.dur
+        entry[1] += dur
     all_time = sum(entry[1] for entry in totals.values())
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
     return [KernelStat(name, kind, count, total, total / count, _pct(total, all_time))
@@ -582,11 +589,11 @@ def _notes(trace: Trace, index: _TraceIndex) -> list[str]:
     if not trace.has_gpu_activity:
         notes.append("no GPU activity: the trace has host events only (CPU-only profile, or "
                      "CUDA activities were not recorded)")
-    unmatched = sum(1 for a in index.activities if a.launch is None)
+    unmatched = len(index.launches) - sum(map(is_not, index.launches, repeat(None)))
     if unmatched:
         notes.append(f"{unmatched} GPU activities have no launch call in the trace: they are "
                      "placed by their own start time, and HTA leaves them out")
-    syncs = sum(1 for e in trace.events if e.kind == "sync")
+    syncs = len(trace.by_kind.get("sync", ()))
     if syncs:
         notes.append(f"{syncs} synchronization rows on the GPU are not counted as busy time "
                      "(HTA counts them as non-compute time)")
@@ -599,30 +606,45 @@ def _notes(trace: Trace, index: _TraceIndex) -> list[str]:
 # --- interval helpers over merged (sorted, disjoint) interval lists ------------------------------
 
 
-def _covered(merged: list[Interval], start: float, end: float) -> float:
-    """How much of [start, end] the merged intervals cover."""
-    total = 0.0
-    i = bisect_right(merged, (start, math.inf)) - 1
-    for s, e in merged[max(i, 0):]:
-        if s >= end:
-            break
-        if e > start:
-            total += min(e, end) - max(s, start)
-    return total
+def _covered(merged: Merged, start: float, end: float) -> float:
+    """How much of [start, end] the merged intervals cover: the sum, in order, of the parts of
+    the ones that overlap it (only the first and the last can stick out)."""
+    starts, ends = merged
+    first, last = bisect_right(ends, start), bisect_left(starts, end) - 1  # those that overlap
+    if first > last:
+        return 0.0
+    if first == last:
+        return min(ends[first], end) - max(starts[first], start)
+    inner = map(sub, islice(ends, first + 1, last), islice(starts, first + 1, last))
+    return sum(chain((ends[first] - max(starts[first], start),), inner,
+                     (min(ends[last], end) - starts[last],)), 0.0)
 
 
-def _intersection(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    """The parts covered by both merged lists."""
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if start < end:
-            out.append((start, end))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
+def _intersection(a: Merged, b: Merged) -> Merged:
+    """The parts covered by both merged lists (b the shorter one, as a rule)."""
+    starts, ends = [], []
+    for b_start, b_end in zip(*b):
+        first, last = bisect_right(a[1], b_start), bisect_left(a[0], b_end)
+        for a_start, a_end in zip(a[0][first:last], a[1][first:last]):
+            starts.append(max(a_start, b_start))
+            ends.append(min(a_end, b_end))
+    return starts, ends
+
+
+def _union_of_times(starts: list[float], ends: list[float]) -> Merged:
+    """The union of the intervals [starts[i], ends[i]]: touching ones merged, empty ones
+    dropped. With the starts and the ends sorted apart, S and E: a merged interval begins at
+    S[i] when E[i - 1] < S[i] (the i intervals that start first have all ended: no other can
+    end before S[i]), and ends at E[j - 1] when the next one begins at S[j]."""
+    nonempty = list(map(lt, starts, ends))
+    if not all(nonempty):
+        starts, ends = list(compress(starts, nonempty)), list(compress(ends, nonempty))
+    if not starts:
+        return [], []
+    starts, ends = sorted(starts), sorted(ends)
+    firsts = list(compress(range(1, len(starts)), map(lt, ends, islice(starts, 1, None))))
+    return ([starts[0], *map(starts.__getitem__, firsts)],
+            [*map(ends.__getitem__, map(sub, firsts, repeat(1))), ends[-1]])
 
 
 # --- the summary ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 if not __package__:  # run as a file path: make the `scripts` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.analysis import TraceFacts, facts, summary_text  # noqa: E402
+from scripts.analysis import TIMES_ONLY_KINDS, TraceFacts, facts, summary_text  # noqa: E402
 from scripts.trace import Trace, TraceError, load_trace, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
@@ -64,7 +64,10 @@ def main(argv=None) -> int:
     status = 0
     for number, path in enumerate(args.traces):
         try:
-            trace = load_trace(path, progress=_progress_printer(path))
+            # Events that the facts read only as times need not be built, unless a timeline
+            # draws them.
+            trace = load_trace(path, progress=_progress_printer(path),
+                               skip_kinds=frozenset() if args.svg else TIMES_ONLY_KINDS)
             trace_facts = facts(trace, step=args.step, window=args.window)
             if args.svg:
                 _write_svg(trace, trace_facts, args, svg_paths[path])

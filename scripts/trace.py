@@ -9,11 +9,13 @@ differences between Kineto versions and vendors are settled here, once:
   `hip_*` names and CUDA's driver launches map to the same kinds);
 - a file that is not a trace raises `TraceError` with a one-line message.
 
-`load_trace` streams the file a chunk at a time instead of building the whole JSON document,
-reads the events of Kineto's own layout in bulk with a regular expression (any other layout goes
-through `json`), keeps only the `args` that the analysis and the timeline read (`KEPT_ARGS`), and
-skips flow events: a 250k-event trace loads faster than `json.load` reads it, in a fraction of
-the memory.
+`load_trace` streams the file a chunk at a time instead of building the whole JSON document
+(a gzip file is decompressed a chunk ahead, in a thread), reads the events of Kineto's own layout
+in bulk with a regular expression, a column at a time (any other layout goes through `json`),
+keeps only the `args` that the analysis and the timeline read (`KEPT_ARGS`), and skips flow
+events: a 250k-event trace loads faster than `json.load` reads it, in a fraction of the memory.
+`load_trace(path, skip_kinds=...)` does not make Events of the kinds it is told to skip, only
+keeps their times (`Trace.skipped`): the facts need no more of the ops and the Python frames.
 """
 
 from __future__ import annotations
@@ -22,15 +24,19 @@ import codecs
 import gc
 import gzip
 import json
+import queue
 import re
+import sys
+import threading
 import zlib
+from array import array
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import groupby
-from operator import add, attrgetter
+from itertools import compress, groupby, islice, repeat
+from operator import add, and_, attrgetter, eq, is_, le, not_, sub
 from pathlib import Path
-from typing import Callable
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
 KIND_BY_CATEGORY = {
@@ -68,6 +74,7 @@ _ARGLESS_KINDS = frozenset({"cpu_op", "python", "annotation", "overhead", "trace
 _NO_ARGS: dict = {}  # shared by every event without kept args; never mutated
 
 CHUNK_BYTES = 4 << 20  # bytes read from the file at a time
+_GZIP_READ_BYTES = 1 << 20  # compressed bytes read at a time
 _MARGIN = 1 << 20  # text buffered ahead of the parser before it looks for the last whole event
 
 
@@ -124,6 +131,18 @@ class Instant:
     args: dict = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class Skipped:
+    """The events of one kind that `load_trace(skip_kinds=...)` did not make into Events: their
+    start times (relative, as `Event.ts`) and durations, in file order."""
+
+    ts: array
+    dur: array
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
 @dataclass
 class Trace:
     events: list[Event]  # sorted by (ts, -dur): parents before children
@@ -133,6 +152,21 @@ class Trace:
     thread_names: dict
     origin_us: float
     source: str = ""
+    # The kinds that `load_trace(skip_kinds=...)` left out of `events`, with their times; they
+    # still count in `event_count`, `end_us`, `origin_us` and `times`.
+    skipped: dict[str, Skipped] = field(default_factory=dict)
+
+    @property
+    def event_count(self) -> int:
+        """The complete events of the file, skipped ones included."""
+        return len(self.events) + sum(map(len, self.skipped.values()))
+
+    def times(self, kind: str) -> tuple[list[float], list[float]]:
+        """The start times and durations of the events of one kind, made into Events or not."""
+        if kind in self.skipped:
+            return list(self.skipped[kind].ts), list(self.skipped[kind].dur)
+        events = self.by_kind.get(kind, [])
+        return list(map(attrgetter("ts"), events)), list(map(attrgetter("dur"), events))
 
     @cached_property
     def by_kind(self) -> dict[str, list[Event]]:
@@ -142,9 +176,12 @@ class Trace:
 
     @cached_property
     def end_us(self) -> float:
-        """When the last event ends."""
+        """When the last event ends (skipped ones included)."""
         events = self.events
-        return max(map(add, map(attrgetter("ts"), events), map(attrgetter("dur"), events)), default=0.0)
+        ends = [max(map(add, map(attrgetter("ts"), events), map(attrgetter("dur"), events)),
+                    default=0.0)]
+        ends += [max(map(add, s.ts, s.dur), default=0.0) for s in self.skipped.values()]
+        return max(ends)
 
     def of_kinds(self, kinds) -> list[Event]:
         """The events of these kinds, sorted as `events`."""
@@ -205,10 +242,22 @@ class Trace:
 
 
 def _in_trace_order(events: list[Event]) -> list[Event]:
-    """Sort by start, the longest first among equal starts (parents before children). Two
-    stable C-level sorts are faster than one with a tuple key."""
-    events.sort(key=attrgetter("dur"), reverse=True)
+    """Sort by start, the longest first among equal starts (parents before children), as two
+    stable sorts (by duration, then by start) would. Traces are nearly in order and equal starts
+    are few, so one sort by start and a fix of the runs of equal starts is faster."""
     events.sort(key=attrgetter("ts"))
+    starts = list(map(attrgetter("ts"), events))
+    ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))
+    by_dur = attrgetter("dur")
+    first = end = -1  # the open run of equal starts: events[first:end]
+    for i in ties:  # events[i] starts with events[i - 1]
+        if i != end:
+            if end - first > 1:
+                events[first:end] = sorted(events[first:end], key=by_dur, reverse=True)
+            first = i - 1
+        end = i + 1
+    if end - first > 1:
+        events[first:end] = sorted(events[first:end], key=by_dur, reverse=True)
     return events
 
 
@@ -238,10 +287,16 @@ def _number(value, default=0.0) -> float:
 class _Builder:
     """Turns raw events into Events and Instants; shared by the streaming and the dict path.
 
-    Times stay absolute until `finish`, which knows the earliest one."""
+    Times stay absolute until `finish`, which knows the earliest one. Events of `skip_kinds` are
+    only counted, and their times kept for `finish`."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, skip_kinds=frozenset()):
         self.source = source
+        self.skip_kinds = frozenset(skip_kinds)
+        # The categories whose events the fast path's expression skips (Kineto's spellings).
+        self.skipped_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
+                                         if kind in self.skip_kinds))
+        self.skipped: dict[str, tuple[array, array]] = {}  # kind -> absolute starts, durations
         self.events: list[Event] = []
         self.instants: list[Instant] = []
         self.process_names: dict = {}
@@ -249,6 +304,7 @@ class _Builder:
         self.raw_count = 0
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
+        self.texts: dict[str, str] = {}  # the fast path's raw text (escapes and all) -> string
         self.ids: dict[str, int | float | str] = {}  # pid/tid as written -> value
         self.kinds: dict[str, str] = {}  # cat -> kind
 
@@ -264,6 +320,9 @@ class _Builder:
                 return
             name, cat = str(raw.get("name", "")), str(raw.get("cat", ""))
             kind = _kind(cat, name)
+            if kind in self.skip_kinds:
+                self._commit_skipped([(kind, [ts], [max(_number(raw.get("dur")), 0.0)])])
+                return
             self.events.append(Event(
                 self._intern(name), kind, self._intern(cat), ts,
                 max(_number(raw.get("dur")), 0.0), raw.get("pid", 0), raw.get("tid", 0),
@@ -286,49 +345,102 @@ class _Builder:
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
 
-    def events_from_rows(self, rows: list[tuple[str, ...]]) -> list[Event]:
-        """Events from the fast path's text rows (cat, name, pid, tid, ts, dur, args body);
-        names there have no escapes. Raises ValueError on a malformed number."""
-        kinds, strings, ids, kept_arg = self.kinds, self.strings, self.ids, _KEPT_ARG.findall
+    def add_parts(self, parts: list[str], width: int, skip_groups: bool) -> None:
+        """Add the events of the fast path's `split`: the text before a match, then the match's
+        groups (`_Layout.x_event`), `width` items in all per match. Whole columns at a time.
+        Raises ValueError, having added nothing, on text that is not what it should be: json
+        reads that segment instead."""
+        def column(group: int) -> list[str]:
+            return parts[group::width]
+
+        skipped = []
+        keep = list(map(is_, column(1), repeat(None)))  # not a flow (a group left out is None)
+        base = 1
+        if skip_groups:
+            flags = column(2)
+            if any(flags):
+                kinds = list(map(KIND_BY_CATEGORY.__getitem__, compress(flags, flags)))
+                skipped += _by_key(kinds, _floats(compress(column(3), flags)),
+                                   _durations(list(compress(column(4), flags))))
+                keep = list(map(and_, keep, map(is_, flags, repeat(None))))
+            base = 4
         events: list[Event] = []
-        append = events.append
-        for cat, name, pid, tid, ts, dur, args in rows:
-            kind = kinds.get(cat)
+        if any(keep):
+            cats, names, pids, tids, starts, durs, bodies = (
+                list(compress(column(base + i), keep)) for i in range(1, 8))
+            names, cats = self._texts(names), self._texts(cats)
+            kinds = self._kinds(cats, names)
+            columns = [names, kinds, cats, _floats(starts), _durations(durs), self._ids(pids),
+                       self._ids(tids), _args_column(kinds, bodies)]
+            if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
+                keep = [kind not in self.skip_kinds for kind in kinds]
+                drop = list(map(not_, keep))
+                skipped += _by_key(*(list(compress(columns[i], drop)) for i in (1, 3, 4)))
+                columns = [list(compress(column, keep)) for column in columns]
+            events = list(map(Event, *columns))
+        self.events.extend(events)
+        self._commit_skipped(skipped)
+
+    def _commit_skipped(self, parts: list[tuple[str, list[float], list[float]]]) -> None:
+        for kind, starts, durations in parts:
+            times = self.skipped.get(kind)
+            if times is None:
+                times = self.skipped[kind] = (array("d"), array("d"))
+            times[0].extend(starts)
+            times[1].extend(durations)
+
+    def _texts(self, column: tuple[str, ...]) -> list[str]:
+        """Names or categories as written (escapes undone), one string object per text."""
+        texts = self.texts
+        found = list(map(texts.get, column))
+        if not all(found):  # new texts (or empty ones)
+            strings = self.strings
+            for raw in set(column).difference(texts):
+                text = json.loads(f'"{raw}"') if "\\" in raw else raw
+                texts[raw] = strings.setdefault(text, text)
+            found = list(map(texts.__getitem__, column))
+        return found
+
+    def _kinds(self, cats: list[str], names: list[str]) -> list[str]:
+        kinds = self.kinds  # only categories that decide the kind alone
+        by_name = False
+        for cat in set(cats).difference(kinds):
+            kind = KIND_BY_CATEGORY.get(cat.lower())
             if kind is None:
-                kind = _kind(cat, name)
-                if cat.lower() in KIND_BY_CATEGORY:  # else the name decided: do not cache
-                    kinds[cat] = kind
-            event_name = strings.get(name)
-            if event_name is None:
-                event_name = strings[name] = name
-            duration = float(dur)
-            event_args = _NO_ARGS
-            if args and kind not in _ARGLESS_KINDS:
-                event_args = {key: int(value) for key, value in kept_arg(args + ",")} or _NO_ARGS
-            pid_value = ids.get(pid)
-            if pid_value is None:
-                pid_value = _id(pid, ids)
-            tid_value = ids.get(tid)
-            if tid_value is None:
-                tid_value = _id(tid, ids)
-            append(Event(event_name, kind, strings.setdefault(cat, cat), float(ts),
-                         duration if duration > 0 else 0.0, pid_value, tid_value, event_args))
-        return events
+                by_name = True
+            else:
+                kinds[cat] = kind
+        if by_name:
+            return [kinds.get(cat) or _kind(cat, name) for cat, name in zip(cats, names)]
+        return list(map(kinds.__getitem__, cats))
+
+    def _ids(self, column: tuple[str, ...]) -> list:
+        ids = self.ids
+        found = list(map(ids.get, column))
+        if None in found:
+            for text in set(column).difference(ids):
+                _id(text, ids)
+            found = list(map(ids.__getitem__, column))
+        return found
 
     def finish(self, metadata: dict) -> Trace:
         events = self.events
-        if not events and self.raw_count and not self.instants:
+        if not events and not self.skipped and self.raw_count and not self.instants:
             raise TraceError(
                 f"{self.source or 'trace'}: chrome trace has no complete ('X') events to analyze")
-        origin = min(map(attrgetter("ts"), events)) if events else 0.0
+        starts = [min(map(attrgetter("ts"), events))] if events else []
+        starts += [min(ts) for ts, _ in self.skipped.values()]
+        origin = min(starts, default=0.0)
         for event in events:
             event.ts -= origin
         for instant in self.instants:
             instant.ts -= origin
         _in_trace_order(events)
+        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur)
+                   for kind, (ts, dur) in sorted(self.skipped.items())}
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,
-                     origin_us=origin, source=self.source)
+                     origin_us=origin, source=self.source, skipped=skipped)
 
 
 def _id(text: str, ids: dict):
@@ -342,6 +454,58 @@ def _id(text: str, ids: dict):
             value = int(stripped) if stripped.lstrip("-").isdigit() else float(stripped)
         ids[text] = value
     return value
+
+
+def _floats(column) -> list[float]:
+    return list(map(float, column))
+
+
+def _durations(column) -> list[float]:
+    """Durations as floats, negative ones (and NaN, and -0.0) made 0."""
+    durations = list(map(float, column))
+    if not all(map(le, repeat(0.0), durations)) or "-" in "".join(column):
+        durations = list(map(max, repeat(0.0), durations))
+    return durations
+
+
+def _by_key(keys: list, *columns: list) -> list[tuple]:
+    """(key, the column values of the rows with that key...) for each key."""
+    distinct = set(keys)
+    if len(distinct) == 1:
+        return [(keys[0], *columns)]
+    return [(key, *(list(compress(column, map(key.__eq__, keys))) for column in columns))
+            for key in sorted(distinct)]
+
+
+def _args_column(kinds: list[str], bodies: tuple[str, ...]) -> list[dict]:
+    """The kept args of each event, from the text of its args object (without braces, None
+    without args): one
+    search through the bodies of the kinds that have kept args, joined by `"\\0"`."""
+    column = [_NO_ARGS] * len(kinds)
+    wanted = {kind for kind in set(kinds) if kind not in _ARGLESS_KINDS}
+    if not wanted:
+        return column
+    where = list(compress(range(len(kinds)), map(wanted.__contains__, kinds)))
+    texts = list(map(bodies.__getitem__, where))
+    if None in texts:  # events without args
+        texts = [text or "" for text in texts]
+    text = '"\0"'.join(texts)
+    if "{" in text or text.count("\0") != len(where) - 1:  # an object, a NUL inside args
+        raise ValueError("args that json should read")
+    at = iter(where)
+    args = {}
+    keys = _KEPT_ARG_KEYS  # one string object per key, as dict literals have: faster lookups
+    for between, key, value in _KEPT_ARG.findall(text):
+        if between:  # the end of an event's args
+            i = next(at)
+            if args:
+                column[i] = args
+                args = {}
+        else:
+            args[keys[key]] = int(value)
+    if args:
+        column[next(at)] = args
+    return column
 
 
 def _kept_args(args) -> dict:
@@ -363,36 +527,57 @@ def _no_args_if_empty(args: dict) -> dict:
 # small pieces are decoded with `json`, so any producer's layout is read, only more slowly.
 
 
-@dataclass(frozen=True)
 class _Layout:
     """One way of spelling events: Kineto writes `"ph": "X"`, re-serialized traces `"ph":"X"`."""
 
-    colon: str  # ':' or ': '
-    x_event: re.Pattern  # groups: cat, name, pid, tid, ts, dur, args body
+    def __init__(self, colon: str, comma: str):
+        self.colon = colon  # ':' or ': '
+        self.comma = comma  # the expression between two keys
+        self.patterns: dict[tuple[str, ...], re.Pattern] = {}  # compiled when first needed
 
     def ph(self, value: str) -> str:
         """How `"ph": value` is spelled; value "" gives the prefix."""
         return f'"ph"{self.colon}"{value}' + ('"' if value else "")
 
+    def x_event(self, skipped_cats: tuple[str, ...] = ()) -> re.Pattern:
+        """The expression of a complete event or a flow; groups: the flow's ph (else empty),
+        then with `skipped_cats` the cat, ts, dur of a skipped event, then cat, name, pid, tid,
+        ts, dur, args body of an event to keep."""
+        pattern = self.patterns.get(skipped_cats)
+        if pattern is None:
+            pattern = self.patterns[skipped_cats] = _x_event_pattern(
+                self.colon, self.comma, skipped_cats)
+        return pattern
 
-def _x_event_pattern(colon: str, comma: str) -> re.Pattern:
-    """A complete event in Kineto's key order; strings with escapes do not match (json reads
-    them). Possessive quantifiers keep the engine from backtracking."""
+
+def _x_event_pattern(colon: str, comma: str, skipped_cats: tuple[str, ...]) -> re.Pattern:
+    """A complete event in Kineto's key order, or the start of a flow event (`"ph"` first).
+    A string stops at the first quote: one with an escaped quote does not match (json reads it),
+    other escapes are undone after. Args end at the first '}' (an object inside them is refused
+    when they are read, see `_args_column`). Possessive quantifiers keep the engine from
+    backtracking; classes of one character scan fast (and `[^}]*` faster than `[^}]*+`)."""
     def key(name):
         return f'{comma}"{name}"{colon}'
-    return re.compile(
-        rf'\{{\s*+"ph"{colon}"X"{key("cat")}"([^"\\]*+)"{key("name")}"([^"\\]*+)"'
-        rf'{key("pid")}([^,]*+){key("tid")}([^,]*+){key("ts")}([^,]*+){key("dur")}([^,}}]*+)'
-        rf'(?:{key("args")}\{{([^{{}}]*+)\}}\s*+)?\}}'
-    )
+
+    def fields(group: str) -> str:  # pid, tid, ts, dur, args, captured by `group`
+        g = group.format
+        return (rf'{key("pid")}{g("[^,]*+")}{key("tid")}{g("[^,]*+")}{key("ts")}([^,]*+)'
+                rf'{key("dur")}([^,}}]*+)(?:{key("args")}\{{{g("[^}]*")}\}}\s*+)?\}}')
+
+    event = rf'"([^"]*+)"{key("name")}"([^"]*+)"' + fields("({})")
+    if skipped_cats:
+        cats = "|".join(map(re.escape, skipped_cats))
+        event = rf'(?:"({cats})"{key("name")}"[^"]*+"' + fields("{}") + f"|{event})"
+    return re.compile(rf'\{{\s*+"ph"{colon}"(?:([fs])"|X"{key("cat")}{event})')
 
 
-_LAYOUTS = (
-    _Layout(":", _x_event_pattern(":", ",")),
-    _Layout(": ", _x_event_pattern(": ", r",\s*+")),
-)
+_LAYOUTS = (_Layout(":", ","), _Layout(": ", r",\s*+"))
 _OTHER_PH = re.compile(r'"ph"\s*:\s*"([^Xsf"][^"]*)"')  # events read one by one with json
-_KEPT_ARG = re.compile(r'"(' + "|".join(KEPT_ARGS) + r')"\s*:\s*(-?\d+)\s*[,}\s]')
+# A kept integer arg, or the `"\0"` between two events' args (a quote first: the search skips
+# to quotes fast).
+_KEPT_ARG = re.compile(r'"(?:(\0)"|(' + "|".join(map(re.escape, KEPT_ARGS))
+                       + r')"\s*:\s*(-?\d+)(?=[,}\s"]|\Z))')
+_KEPT_ARG_KEYS = {sys.intern(key): sys.intern(key) for key in KEPT_ARGS}
 _SPACE = re.compile(r"\s*")
 _SMALLEST_SEGMENT = 1 << 15  # below this, a segment that the fast path misreads goes to json
 
@@ -425,29 +610,28 @@ def _read_segment(buf: str, start: int, end: int, builder: _Builder) -> None:
 
 def _read_segment_fast(buf: str, start: int, end: int, builder: _Builder) -> bool:
     """Read the segment with its layout's expression; False (and nothing added) if the
-    expression and the counts of "ph" keys do not account for every event in it."""
-    count = buf.count
+    expression does not account for every event in it."""
     first = buf.find('"ph"', start, end)
     layout = next((lay for lay in _LAYOUTS if buf.startswith(lay.ph(""), first, end)), None)
     if first < 0 or layout is None:
         return False
-    x_count = count(layout.ph("X"), start, end)
-    rows = layout.x_event.findall(buf, start, end)
-    if len(rows) != x_count:
-        return False
-    events_in_segment = count('"ph"', start, end)
-    flows = count(layout.ph("s"), start, end) + count(layout.ph("f"), start, end)
+    pattern = layout.x_event(builder.skipped_cats)
+    parts = pattern.split(buf[start:end])
+    width = pattern.groups + 1
+    matched = len(parts) // width
+    # Every event starts with a "ph" key, and `"ph"` is never inside a string (its quotes would be
+    # escaped). So the events that the expression did not read are those whose "ph" is in the
+    # text between matches: json reads them here if they are neither complete nor flows.
     others = []
-    if events_in_segment != x_count + flows:
+    if '"ph"' in "".join(parts[::width]):
         others = _decode_others(buf, start, end)
-        if others is None or len(others) != events_in_segment - x_count - flows:
+        if others is None or len(others) != buf.count('"ph"', start, end) - matched:
             return False
     try:
-        events = builder.events_from_rows(rows)
+        builder.add_parts(parts, width, bool(builder.skipped_cats))
     except ValueError:  # a number that is not one: let json say what is wrong
         return False
-    builder.events.extend(events)
-    builder.raw_count += events_in_segment - len(others)
+    builder.raw_count += matched
     for raw in others:
         builder.add_raw(raw)
     return True
@@ -498,9 +682,85 @@ def _open_bytes(path: Path):
         raise TraceError(f"{path}: cannot read ({err.strerror})") from None
     if handle.read(2) == b"\x1f\x8b":
         handle.seek(0)
-        return handle, gzip.GzipFile(fileobj=handle, mode="rb")
+        return handle, _Gunzip(handle)
     handle.seek(0)
     return handle, handle
+
+
+class _Gunzip:
+    """The decompressed content of a gzip file, read as `GzipFile` would (several members,
+    zero padding after them), decompressed a chunk ahead in a thread: zlib lets go of the
+    interpreter while it works, so that the parser runs meanwhile. `read` returns the next
+    chunk, b"" at the end, and raises what went wrong (EOFError, OSError, zlib.error)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.chunks: queue.Queue = queue.Queue(maxsize=2)  # (chunk or exception, file position)
+        self.position = 0  # compressed bytes behind the chunks read so far
+        self.closed = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def read(self, size: int = -1) -> bytes:
+        chunk, self.position = self.chunks.get()
+        if isinstance(chunk, BaseException):
+            raise chunk
+        return chunk
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        self.closed = True
+        while self.thread.is_alive():  # let it finish a pending put, then stop
+            try:
+                self.chunks.get(timeout=0.01)
+            except queue.Empty:
+                pass
+
+    def _run(self) -> None:
+        try:
+            for chunk in self._decompressed():
+                if not self._put(chunk):
+                    return
+            self._put(b"")
+        except (EOFError, OSError, zlib.error) as err:
+            self._put(err)
+
+    def _put(self, item) -> bool:
+        while not self.closed:
+            try:
+                self.chunks.put((item, self.handle.tell()), timeout=0.01)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def _decompressed(self):
+        read = self.handle.read
+        data = b""
+        while True:  # one gzip member
+            member = zlib.decompressobj(wbits=31)
+            while not member.eof:
+                if not data:
+                    data = read(_GZIP_READ_BYTES)
+                    if not data:
+                        raise EOFError("compressed file ended before the end of a member")
+                chunk = member.decompress(data, CHUNK_BYTES)
+                data = member.unconsumed_tail
+                if chunk:
+                    yield chunk
+            data = member.unused_data
+            while not data.lstrip(b"\0"):  # zero padding, then the end or another member
+                more = read(_GZIP_READ_BYTES)
+                if not more:
+                    return
+                data = more
+            data = data.lstrip(b"\0")
+            if len(data) < 2:
+                data += read(_GZIP_READ_BYTES)
+            if not data.startswith(b"\x1f\x8b"):
+                raise OSError("not a gzipped file after a member")
 
 
 class _Stream:
@@ -539,7 +799,7 @@ class _Stream:
         self.buf = self.buf[self.pos:] + text
         self.pos = 0
         if self.progress is not None:
-            self.progress(self.raw.tell(), self.size)
+            self.progress(self.data.tell(), self.size)
 
     def ensure(self, margin: int = _MARGIN) -> None:
         while not self.eof and len(self.buf) - self.pos < margin:
@@ -679,20 +939,24 @@ def read_json(path: Path) -> dict:
     return data
 
 
-def build_trace(data: dict, source: str = "") -> Trace:
-    """A Trace from an already decoded chrome trace dict."""
-    builder = _Builder(source)
+def build_trace(data: dict, source: str = "", skip_kinds=frozenset()) -> Trace:
+    """A Trace from an already decoded chrome trace dict (`skip_kinds`: as for `load_trace`)."""
+    builder = _Builder(source, skip_kinds)
     for raw in data["traceEvents"]:
         builder.add_raw(raw)
     return builder.finish({k: v for k, v in data.items() if k != "traceEvents"})
 
 
-def load_trace(path: str | Path, progress: Callable[[int, int], None] | None = None) -> Trace:
+def load_trace(path: str | Path, progress: Callable[[int, int], None] | None = None,
+               skip_kinds=frozenset()) -> Trace:
     """Read a `.json` or `.json.gz` trace (gzip is told by content). `progress(done, total)` is
-    called with file bytes read after each chunk."""
+    called with file bytes read after each chunk. Complete events of `skip_kinds` (e.g.
+    {"python"}: the stack frames of `with_stack=True`, most of such a trace) are not made into
+    Events, which is faster; `Trace.skipped` counts them, and they still count in
+    `Trace.event_count`, `end_us` and `origin_us`."""
     path = Path(path)
     stream = _Stream(path, progress)
-    builder = _Builder(str(path))
+    builder = _Builder(str(path), skip_kinds)
     with paused_gc():
         try:
             return builder.finish(_parse_document(stream, builder))
@@ -733,4 +997,4 @@ def select_window(trace: Trace, step: int | None = None, window: tuple[float, fl
         return Window(first.ts, first.end, first.name)
     if not trace.events:
         return Window(0.0, 0.0, "whole trace")
-    return Window(0.0, max(e.end for e in trace.events), "whole trace")
+    return Window(0.0, trace.end_us, "whole trace")

@@ -4,6 +4,7 @@ draws the reference trace), and the verdict's thresholds."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,37 @@ def test_summary_names_the_verdict_and_shortens_kernel_names(reference):
     assert "verdict: overhead-bound" in text
     assert "at::native::vectorized_elementwise_kernel" in text and "CUDAFunctor_add" not in text
     assert short_name(NCCL) == "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def test_interval_unions_and_coverage_match_a_plain_sweep():
+    """The engine merges and measures intervals with whole-list operations; a plain loop over
+    sorted intervals must give the same floats."""
+    def plain_union(starts, ends):
+        merged = []
+        for start, end in sorted(zip(starts, ends)):
+            if end <= start:
+                continue
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        return [m[0] for m in merged], [m[1] for m in merged]
+
+    def plain_covered(merged, start, end):
+        total = 0.0
+        for s, e in zip(*merged):
+            if e > start and s < end:
+                total += min(e, end) - max(s, start)
+        return total
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        starts = [rng.choice([float(rng.randint(0, 30)), rng.uniform(0, 30)])
+                  for _ in range(rng.randint(0, 12))]
+        ends = [s + rng.choice([0.0, -1.0, 1.0, 2.5, rng.uniform(0, 6)]) for s in starts]
+        merged = analysis._union_of_times(starts, ends)
+        assert merged == plain_union(starts, ends)
+        for _ in range(4):
+            start = rng.uniform(-2, 32)
+            end = start + rng.uniform(0, 12)
+            assert analysis._covered(merged, start, end) == plain_covered(merged, start, end)

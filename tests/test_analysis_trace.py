@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scripts import trace as trace_module
-from scripts.analysis import facts
+from scripts.analysis import TIMES_ONLY_KINDS, facts
 from scripts.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
 from tests.fixtures.synth import Spec, synth_trace, write_trace
@@ -180,3 +180,65 @@ def test_bad_files_raise_one_line_trace_errors(tmp_path, case):
         load_trace(path)
     message = str(error.value)
     assert message.startswith(f"{path}: ") and expected in message and "\n" not in message
+
+
+# --- leaner loads: kinds the facts read only as times ---------------------------------------
+
+LEAN = frozenset({"python", "cpu_op"})
+
+
+@pytest.mark.parametrize("style", sorted(SYNTH_SPECS))
+@pytest.mark.parametrize("layout", ["kineto", "compact"])
+def test_skipped_kinds_keep_their_count_and_times(tmp_path, style, layout, small_chunks):
+    data = synth_trace(SYNTH_SPECS[style])
+    if layout == "kineto":
+        path = write_trace(data, tmp_path / "t.json.gz")
+    else:
+        path = write_json(tmp_path / "t.json", data, separators=(",", ":"))
+    full, lean = load_trace(path), load_trace(path, skip_kinds=LEAN)
+    assert as_rows(lean) == [row for row in as_rows(full) if row[1] not in LEAN]
+    assert as_rows(build_trace(read_json(path), skip_kinds=LEAN)) == as_rows(lean)
+    assert set(lean.skipped) == LEAN & set(full.by_kind) and "cpu_op" in lean.skipped
+    assert lean.event_count == full.event_count == len(full.events)
+    assert (lean.origin_us, lean.end_us) == (full.origin_us, full.end_us)
+    for kind in LEAN:
+        assert sorted(zip(*lean.times(kind))) == sorted(zip(*full.times(kind)))
+
+
+@pytest.mark.parametrize("path", [TORCH_CPU, "synthetic"])
+def test_facts_of_a_lean_load_are_those_of_a_full_load(tmp_path, path):
+    """The CLI skips the stack frames and the ops' details (TIMES_ONLY_KINDS): same facts."""
+    if path == "synthetic":
+        path = write_trace(synth_trace(SYNTH_SPECS["cuda"]), tmp_path / "t.json.gz")
+    full, lean = load_trace(path), load_trace(path, skip_kinds=TIMES_ONLY_KINDS)
+    assert lean.skipped["python"] and not lean.by_kind.get("python")
+    assert facts(lean).to_dict() == facts(full).to_dict()
+    step = int(full.steps[-1].name.rsplit("#", 1)[1])
+    assert facts(lean, step=step).to_dict() == facts(full, step=step).to_dict()
+    window = (full.end_us / 3, full.end_us / 2)
+    assert facts(lean, window=window).to_dict() == facts(full, window=window).to_dict()
+
+
+def test_facts_refuse_a_load_that_skipped_what_they_read(tmp_path):
+    path = write_trace(synth_trace(SYNTH_SPECS["cuda"]), tmp_path / "t.json.gz")
+    with pytest.raises(ValueError, match="kernel"):
+        facts(load_trace(path, skip_kinds={"kernel", "python"}))
+
+
+def test_args_holding_an_object_are_read_by_json(tmp_path, small_chunks):
+    data = two_steps()
+    kernel = next(e for e in data["traceEvents"] if e.get("cat") == "kernel")
+    kernel["args"] = {"wrapped": {"correlation": 99}, **kernel["args"]}
+    trace = assert_same_as_json_read(write_json(tmp_path / "t.json", data, separators=(",", ":")))
+    assert all(e.correlation != 99 for e in trace.events)
+
+
+def test_gzip_members_and_padding_are_read_as_gzip_reads_them(tmp_path):
+    text = json.dumps(two_steps()).encode()
+    half = len(text) // 2
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(text[:half]) + b"\0" * 3 + gzip.compress(text[half:]) + b"\0")
+    assert as_rows(load_trace(path)) == as_rows(build_trace(two_steps()))
+    path.write_bytes(gzip.compress(text) + b"more")
+    with pytest.raises(TraceError, match="truncated or corrupt"):
+        load_trace(path)

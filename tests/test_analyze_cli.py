@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from scripts import analyze
+from scripts.analysis import facts
+from scripts.trace import load_trace
 from tests.fixtures.handmade import two_steps
 from tests.fixtures.synth import Spec, synth_trace, write_trace
 
@@ -133,3 +135,13 @@ def test_progress_only_on_a_terminal_for_large_files(gpu_trace, monkeypatch, cap
     assert analyze.main([str(gpu_trace), "--json"]) == 0
     err = capsys.readouterr().err
     assert "reading synthetic_gpu.json.gz: 100%\n" in err
+
+
+@pytest.mark.parametrize("which", ["cpu", "gpu"])
+def test_json_facts_are_those_of_a_full_load(which, gpu_trace, tmp_path):
+    """Without --svg the CLI loads only what the facts read: it must not change them."""
+    path = CPU_TRACE if which == "cpu" else gpu_trace
+    done = run(str(path), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(json.dumps(facts(load_trace(path)).to_dict()))
+    assert json.loads(done.stdout) == expected
