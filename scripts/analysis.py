@@ -27,7 +27,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from itertools import chain, compress, islice, repeat
-from operator import add, attrgetter, eq, gt, is_not, lt, sub
+from operator import add, and_, attrgetter, eq, gt, is_not, lt, sub
 
 from scripts.trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
 
@@ -283,12 +283,8 @@ class _TraceIndex:
         named = list(zip(self.names, self.event_kinds))
         kinds = {pair: kernel_kind(*pair) for pair in set(named)}
         self.kinds = list(map(kinds.__getitem__, named))  # compute / communication / ...
-        devices = map(dict.get, args, repeat("device"))
-        streams = map(dict.get, args, repeat("stream"))
-        self.device_of = [pid if device is None else device
-                          for device, pid in zip(devices, map(attrgetter("pid"), events))]
-        self.stream_of = [tid if stream is None else stream
-                          for stream, tid in zip(streams, map(attrgetter("tid"), events))]
+        self.device_of = _arg_or(args, "device", events, "pid")
+        self.stream_of = _arg_or(args, "stream", events, "tid")
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {
             device: _union_of_times(*_where(self.device_of, device, self.starts, self.ends))
@@ -326,27 +322,37 @@ class _TraceIndex:
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
-        starts many; only the first one's delay is the launch's), sorted by call start."""
+        starts many; only the first one's delay is the launch's). Activities are placed at their
+        call's start: taken in order, the calls come in order of start."""
         launches, starts = self.launches, self.starts
         launched = list(compress(range(len(launches)), map(is_not, launches, repeat(None))))
-        by_start = sorted(launched, key=starts.__getitem__)[::-1]
-        earliest = dict(zip(map(id, _take(launches, by_start)), by_start))  # first one wins
-        # In the order in which the calls first appear among activities, then by call start.
-        matched = list(map(earliest.__getitem__, dict.fromkeys(map(id, _take(launches, launched)))))
+        ids = dict.fromkeys(map(id, _take(launches, launched)))  # each call once, in order
+        matched = launched
+        if len(ids) < len(launched):  # calls that started several activities
+            by_start = sorted(launched, key=starts.__getitem__)[::-1]
+            earliest = dict(zip(map(id, _take(launches, by_start)), by_start))  # first one wins
+            matched = list(map(earliest.__getitem__, ids))
         calls = _take(launches, matched)
-        call_starts = list(map(attrgetter("ts"), calls))
-        call_durs = list(map(attrgetter("dur"), calls))
-        delays = list(map(max, map(sub, map(sub, _take(starts, matched), call_starts), call_durs),
-                          repeat(0.0)))
-        order = sorted(range(len(calls)), key=call_starts.__getitem__)
-        self.launch_times, self.launch_delays = _take(call_starts, order), _take(delays, order)
-        self.call_durs = _take(call_durs, order)
-        self.call_names = _take(list(map(attrgetter("name"), calls)), order)
+        self.launch_times = list(map(attrgetter("ts"), calls))
+        self.call_durs = list(map(attrgetter("dur"), calls))
+        self.call_names = list(map(attrgetter("name"), calls))
+        self.launch_delays = list(map(max, map(sub, map(sub, _take(starts, matched),
+                                                        self.launch_times), self.call_durs),
+                                      repeat(0.0)))
 
     def placed_range(self, window: Window) -> tuple[int, int]:
         """The activities placed in the window: [lo, hi) of the activity columns."""
         return (bisect_left(self.placed_times, window.start),
                 bisect_left(self.placed_times, window.end))
+
+
+def _arg_or(args: list[dict], key: str, events: list, attribute: str) -> list:
+    """Each event's arg `key`, or its `attribute` where it has no such arg."""
+    values = list(map(dict.get, args, repeat(key)))
+    if None in values:
+        values = [getattr(event, attribute) if value is None else value
+                  for value, event in zip(values, events)]
+    return values
 
 
 def _take(column: list, indices: list[int]) -> list:
@@ -492,7 +498,9 @@ def _hta_scope_breakdown(index: _TraceIndex) -> TemporalBreakdown | None:
     columns = (index.starts, index.ends, index.kinds)
     if cut is None:
         return _temporal_breakdown("whole trace", *columns)
-    kept = [launch is not None and launch.ts < cut for launch in index.launches]
+    # Kept: launched before the cut, that is placed before it (an activity is placed at its launch).
+    kept = list(map(and_, map(is_not, index.launches, repeat(None)),
+                    map(lt, index.placed_times, repeat(cut))))
     return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
                                "(HTA drops the last step)",
                                *(list(compress(column, kept)) for column in columns))

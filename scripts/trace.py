@@ -29,13 +29,12 @@ import re
 import sys
 import threading
 import zlib
-from array import array
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, groupby, islice, repeat
-from operator import add, and_, attrgetter, eq, is_, le, not_, sub
+from operator import add, and_, attrgetter, eq, is_, not_, sub
 from pathlib import Path
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
@@ -73,7 +72,7 @@ KEPT_ARGS = ("correlation", "stream", "device", "bytes", "est. achieved occupanc
 _ARGLESS_KINDS = frozenset({"cpu_op", "python", "annotation", "overhead", "trace"})
 _NO_ARGS: dict = {}  # shared by every event without kept args; never mutated
 
-CHUNK_BYTES = 4 << 20  # bytes read from the file at a time
+CHUNK_BYTES = 1 << 20  # text decompressed and decoded at a time
 _GZIP_READ_BYTES = 1 << 20  # compressed bytes read at a time
 _MARGIN = 1 << 20  # text buffered ahead of the parser before it looks for the last whole event
 
@@ -136,8 +135,8 @@ class Skipped:
     """The events of one kind that `load_trace(skip_kinds=...)` did not make into Events: their
     start times (relative, as `Event.ts`) and durations, in file order."""
 
-    ts: array
-    dur: array
+    ts: list[float]
+    dur: list[float]
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -296,7 +295,7 @@ class _Builder:
         # The categories whose events the fast path's expression skips (Kineto's spellings).
         self.skipped_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
                                          if kind in self.skip_kinds))
-        self.skipped: dict[str, tuple[array, array]] = {}  # kind -> absolute starts, durations
+        self.skipped: dict[str, tuple[list, list]] = {}  # kind -> absolute starts, durations
         self.events: list[Event] = []
         self.instants: list[Instant] = []
         self.process_names: dict = {}
@@ -385,7 +384,7 @@ class _Builder:
         for kind, starts, durations in parts:
             times = self.skipped.get(kind)
             if times is None:
-                times = self.skipped[kind] = (array("d"), array("d"))
+                times = self.skipped[kind] = ([], [])
             times[0].extend(starts)
             times[1].extend(durations)
 
@@ -436,7 +435,7 @@ class _Builder:
         for instant in self.instants:
             instant.ts -= origin
         _in_trace_order(events)
-        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur)
+        skipped = {kind: Skipped(list(map(sub, ts, repeat(origin))), dur)
                    for kind, (ts, dur) in sorted(self.skipped.items())}
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,
@@ -460,10 +459,12 @@ def _floats(column) -> list[float]:
     return list(map(float, column))
 
 
-def _durations(column) -> list[float]:
-    """Durations as floats, negative ones (and NaN, and -0.0) made 0."""
+def _durations(column: list[str]) -> list[float]:
+    """Durations as floats, negative ones (and -0.0 and NaN) made 0. Only such texts have a
+    minus sign or an 'n' (nan, inf, and exponents too: they take the slower way)."""
     durations = list(map(float, column))
-    if not all(map(le, repeat(0.0), durations)) or "-" in "".join(column):
+    text = "".join(column)
+    if "-" in text or "n" in text or "N" in text:
         durations = list(map(max, repeat(0.0), durations))
     return durations
 
