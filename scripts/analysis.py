@@ -588,6 +588,11 @@ def verdict(has_gpu_activity: bool, busy_pct: float, idle_by_stream: list[Stream
         return Verdict("overhead-bound", f"the GPU was busy only {busy_pct:.0f}% of the window and "
                        f"{overhead_pct:.0f}% of its idle time between activities was spent "
                        "waiting for launches")
+    if busy_pct < OVERHEAD_BOUND_MAX_BUSY_PCT and idle == 0:
+        # No gap between two activities falls in the window (one kernel per step, say): all its
+        # idle time is before the first launch or after the last, when the GPU had nothing queued.
+        return Verdict("overhead-bound", f"the GPU was busy only {busy_pct:.0f}% of the window and "
+                       "idle only while nothing was launched: it waited for the host")
     return Verdict("mixed", f"the GPU was busy {busy_pct:.0f}% of the window; {overhead_pct:.0f}% "
                    "of its idle time between activities was spent waiting for launches")
 

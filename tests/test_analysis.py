@@ -172,6 +172,12 @@ def test_verdict_thresholds(busy, host_wait, other, label):
     assert verdict(True, busy, gaps).label == label
 
 
+def test_verdict_without_gaps_between_activities():
+    # one activity in the window: its idle time is all before or after it, with nothing queued
+    assert verdict(True, 1.0, []).label == "overhead-bound"
+    assert verdict(True, analysis.OVERHEAD_BOUND_MAX_BUSY_PCT, []).label == "mixed"
+
+
 def test_to_dict_is_json_ready_with_stable_keys(reference):
     data = reference.to_dict()
     assert list(data)[:7] == ["source", "rank", "gpus", "events", "duration_us",
