@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import codecs
 import gc
-import gzip
 import json
 import queue
 import re
@@ -690,20 +689,29 @@ def _open_bytes(path: Path):
 
 class _Gunzip:
     """The decompressed content of a gzip file, read as `GzipFile` would (several members,
-    zero padding after them), decompressed a chunk ahead in a thread: zlib lets go of the
-    interpreter while it works, so that the parser runs meanwhile. `read` returns the next
-    chunk, b"" at the end, and raises what went wrong (EOFError, OSError, zlib.error)."""
+    zero padding after them), decompressed ahead in a thread: zlib lets go of the interpreter
+    while it works, so that the parser runs meanwhile. The thread needs the interpreter back
+    several times per call (zlib fills its output in blocks), and waits for it while the parser
+    is in a long call: so it decompresses several chunks per call, and hands them over through
+    C-level queues (a chunk queue, and a queue of tokens that bounds how far ahead it runs).
+    `read` returns the next chunk (a memoryview), b"" at the end, and raises what went wrong
+    (EOFError, OSError, zlib.error)."""
+
+    AHEAD = 8  # chunks decompressed at a time, and at most waiting to be read
 
     def __init__(self, handle):
         self.handle = handle
-        self.chunks: queue.Queue = queue.Queue(maxsize=2)  # (chunk or exception, file position)
+        self.chunks: queue.SimpleQueue = queue.SimpleQueue()  # (chunk or error, file position)
+        self.tokens: queue.SimpleQueue = queue.SimpleQueue()  # one per chunk it may decompress
+        for _ in range(self.AHEAD):
+            self.tokens.put(True)
         self.position = 0  # compressed bytes behind the chunks read so far
-        self.closed = False
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
-    def read(self, size: int = -1) -> bytes:
+    def read(self, size: int = -1) -> bytes | memoryview:
         chunk, self.position = self.chunks.get()
+        self.tokens.put(True)
         if isinstance(chunk, BaseException):
             raise chunk
         return chunk
@@ -712,34 +720,26 @@ class _Gunzip:
         return self.position
 
     def close(self) -> None:
-        self.closed = True
-        while self.thread.is_alive():  # let it finish a pending put, then stop
-            try:
-                self.chunks.get(timeout=0.01)
-            except queue.Empty:
-                pass
+        self.tokens.put(False)  # stop at the next chunk
+        self.thread.join()
 
     def _run(self) -> None:
+        put, take, tell = self.chunks.put, self.tokens.get, self.handle.tell
         try:
             for chunk in self._decompressed():
-                if not self._put(chunk):
+                if not take():
                     return
-            self._put(b"")
+                put((chunk, tell()))
+            item = b""
         except (EOFError, OSError, zlib.error) as err:
-            self._put(err)
-
-    def _put(self, item) -> bool:
-        while not self.closed:
-            try:
-                self.chunks.put((item, self.handle.tell()), timeout=0.01)
-                return True
-            except queue.Full:
-                pass
-        return False
+            item = err
+        if take():
+            put((item, tell()))
 
     def _decompressed(self):
         read = self.handle.read
         data = b""
+        calls = 0  # the first chunks one by one (the parser waits for them), then more
         while True:  # one gzip member
             member = zlib.decompressobj(wbits=31)
             while not member.eof:
@@ -747,10 +747,12 @@ class _Gunzip:
                     data = read(_GZIP_READ_BYTES)
                     if not data:
                         raise EOFError("compressed file ended before the end of a member")
-                chunk = member.decompress(data, CHUNK_BYTES)
+                size = CHUNK_BYTES
+                text = memoryview(member.decompress(data, size * min(self.AHEAD, 1 << calls // 2)))
+                calls += 1
                 data = member.unconsumed_tail
-                if chunk:
-                    yield chunk
+                for start in range(0, len(text), size):
+                    yield text[start:start + size]
             data = member.unused_data
             while not data.lstrip(b"\0"):  # zero padding, then the end or another member
                 more = read(_GZIP_READ_BYTES)
@@ -922,6 +924,8 @@ def read_json(path: Path) -> dict:
     except OSError as err:
         raise TraceError(f"{path}: cannot read ({err.strerror})") from None
     if raw[:2] == b"\x1f\x8b":
+        import gzip  # only here: load_trace decompresses with zlib itself
+
         try:
             raw = gzip.decompress(raw)
         except (EOFError, OSError, zlib.error):
