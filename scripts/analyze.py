@@ -19,7 +19,7 @@ if not __package__:  # run as a file path: make the `scripts` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.analysis import TIMES_ONLY_KINDS, TraceFacts, facts, summary_text  # noqa: E402
-from scripts.trace import Trace, TraceError, load_trace, select_window  # noqa: E402
+from scripts.trace import Trace, TraceError, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
 EXIT_BAD_INPUT = 2
@@ -62,28 +62,37 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     svg_paths = _svg_paths(args.svg, args.traces) if args.svg else {}
     status = 0
-    for number, path in enumerate(args.traces):
-        try:
-            # Events that the facts read only as times need not be built, unless a timeline
-            # draws them.
-            trace = load_trace(path, progress=_progress_printer(path),
-                               skip_kinds=frozenset() if args.svg else TIMES_ONLY_KINDS)
-            trace_facts = facts(trace, step=args.step, window=args.window)
-            if args.svg:
-                _write_svg(trace, trace_facts, args, svg_paths[path])
-        except TraceError as err:
-            status = _fail(str(err))
-            continue
-        except Exception as err:  # a file that breaks the analysis is still a bad input
-            if os.environ.get("ANALYZE_DEBUG"):
-                raise
-            status = _fail(f"{path}: cannot analyze this trace ({type(err).__name__}: {err})")
-            continue
-        if args.json:
-            print(json.dumps(trace_facts.to_dict()))
-        else:
-            print(("\n" if number else "") + summary_text(trace_facts))
+    # What one trace makes is freed by reference counting when its turn ends: there are no
+    # cycles for the collector to find, and its passes over hundreds of thousands of objects
+    # would cost more than the work.
+    with paused_gc():
+        for number, path in enumerate(args.traces):
+            status = _report(number, path, args, svg_paths.get(path)) or status
     return status
+
+
+def _report(number: int, path: Path, args: argparse.Namespace, svg_path: Path | None) -> int:
+    """Print the facts of one trace (and write its timeline); 0, or the exit status of a file
+    that cannot be analyzed."""
+    try:
+        # Events that the facts read only as times need not be built, unless a timeline
+        # draws them.
+        trace = load_trace(path, progress=_progress_printer(path),
+                           skip_kinds=frozenset() if args.svg else TIMES_ONLY_KINDS)
+        trace_facts = facts(trace, step=args.step, window=args.window)
+        if args.svg:
+            _write_svg(trace, trace_facts, args, svg_path)
+    except TraceError as err:
+        return _fail(str(err))
+    except Exception as err:  # a file that breaks the analysis is still a bad input
+        if os.environ.get("ANALYZE_DEBUG"):
+            raise
+        return _fail(f"{path}: cannot analyze this trace ({type(err).__name__}: {err})")
+    if args.json:
+        print(json.dumps(trace_facts.to_dict()))
+    else:
+        print(("\n" if number else "") + summary_text(trace_facts))
+    return 0
 
 
 def _fail(message: str) -> int:
