@@ -459,8 +459,9 @@ def _floats(column) -> list[float]:
 
 
 def _durations(column: list[str]) -> list[float]:
-    """Durations as floats, negative ones (and -0.0 and NaN) made 0. Only such texts have a
-    minus sign or an 'n' (nan, inf, and exponents too: they take the slower way)."""
+    """Durations as floats, negative ones (and -0.0 and NaN) made 0. Those are written with a
+    minus sign or an 'n': only then are all of them clamped (so are 'inf' and '1e-05', to no
+    effect)."""
     durations = list(map(float, column))
     text = "".join(column)
     if "-" in text or "n" in text or "N" in text:
@@ -478,9 +479,9 @@ def _by_key(keys: list, *columns: list) -> list[tuple]:
 
 
 def _args_column(kinds: list[str], bodies: tuple[str, ...]) -> list[dict]:
-    """The kept args of each event, from the text of its args object (without braces, None
-    without args): one
-    search through the bodies of the kinds that have kept args, joined by `"\\0"`."""
+    """The kept args of each event, from the text of its args object (without braces; None
+    without args): one search through the bodies of the kinds that have kept args, joined by
+    `"\\0"`."""
     column = [_NO_ARGS] * len(kinds)
     wanted = {kind for kind in set(kinds) if kind not in _ARGLESS_KINDS}
     if not wanted:
@@ -521,10 +522,12 @@ def _no_args_if_empty(args: dict) -> dict:
 # --- the streaming reader -------------------------------------------------------------------
 #
 # The text is read in chunks. Each chunk is cut before its last event, and the complete events
-# before the cut (a "segment") are read in bulk: one `findall` of a regular expression for
-# Kineto's complete events, checked against a count of their "ph" keys. A segment that the
-# expression does not account for exactly is halved until the odd events are isolated, and those
-# small pieces are decoded with `json`, so any producer's layout is read, only more slowly.
+# before the cut (a "segment") are read in bulk: one `split` by a regular expression for
+# Kineto's complete events and flows, whose groups become columns (names, kinds, times, ...)
+# that are converted a column at a time; no "ph" key may be left in the text between matches.
+# A segment that the expression does not account for exactly is halved until the odd events are
+# isolated, and those small pieces are decoded with `json`, so any producer's layout is read,
+# only more slowly.
 
 
 class _Layout:
@@ -540,9 +543,9 @@ class _Layout:
         return f'"ph"{self.colon}"{value}' + ('"' if value else "")
 
     def x_event(self, skipped_cats: tuple[str, ...] = ()) -> re.Pattern:
-        """The expression of a complete event or a flow; groups: the flow's ph (else empty),
-        then with `skipped_cats` the cat, ts, dur of a skipped event, then cat, name, pid, tid,
-        ts, dur, args body of an event to keep."""
+        """The expression of a complete event or a flow; groups: the flow's ph, then with
+        `skipped_cats` the cat, ts, dur of a skipped event, then cat, name, pid, tid, ts, dur,
+        args body of an event to keep (a group that took no part in a match is None)."""
         pattern = self.patterns.get(skipped_cats)
         if pattern is None:
             pattern = self.patterns[skipped_cats] = _x_event_pattern(
@@ -1000,6 +1003,4 @@ def select_window(trace: Trace, step: int | None = None, window: tuple[float, fl
     if steps:
         first = steps[0]
         return Window(first.ts, first.end, first.name)
-    if not trace.events:
-        return Window(0.0, 0.0, "whole trace")
     return Window(0.0, trace.end_us, "whole trace")
