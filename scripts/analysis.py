@@ -628,7 +628,7 @@ def _covered(merged: Merged, start: float, end: float) -> float:
         return 0.0
     if first == last:
         return min(ends[first], end) - max(starts[first], start)
-    inner = map(sub, islice(ends, first + 1, last), islice(starts, first + 1, last))
+    inner = map(sub, ends[first + 1:last], starts[first + 1:last])
     return sum(chain((ends[first] - max(starts[first], start),), inner,
                      (min(ends[last], end) - starts[last],)), 0.0)
 
