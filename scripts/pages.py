@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from html import escape
 from pathlib import Path
@@ -34,10 +34,7 @@ PERFETTO_UI = "https://ui.perfetto.dev"
 class SiteState:
     page_url: str = ""  # site-relative URL of the page being rendered, e.g. "blog/matmul-add/"
     site_url: str = ""
-    assets: dict[str, Path] = None  # site-relative path -> file to copy there
-
-    def __post_init__(self):
-        self.assets = {}
+    assets: dict[str, Path] = field(default_factory=dict)  # site-relative path -> file to copy there
 
 
 SITE = SiteState()
