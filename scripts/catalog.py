@@ -139,6 +139,35 @@ PART3 = (
 )
 
 
+# The sweep page: Part 1's function over sizes 16..8192, eager everywhere, compiled and as a CUDA
+# graph at the small end, with the GPU's peak measured in the same run.
+SWEEP = (Example("01_matmul_add_sweep", "sweep_bf16_16-8192"),)
+
+
+def _llm(phase: str, batches: tuple[int, ...] = (1,), prompt: int = 512, *, static: bool = False,
+         compiled: bool = False, tokens: int = 0) -> Example:
+    args = ["--phase", phase, "--batch", ",".join(map(str, batches)), "--prompt", str(prompt)]
+    args += ["--cache", "static"] * static + ["--compile"] * compiled
+    args += ["--tokens", str(tokens)] if tokens else []
+    tag = (f"{phase}_b{'-'.join(map(str, batches))}_p{prompt}_{'static' if static else 'dynamic'}_"
+           f"{'compile' if compiled else 'eager'}")
+    return Example("05_llm_inference", tag, tuple(args))
+
+
+# LLM inference: prefill, then decode at batch 1 as transformers runs it (overhead-bound), with a
+# static cache alone, and with the static cache compiled into CUDA graphs; then tokens per second
+# against batch size, eager and compiled, each sweep in one trace.
+BATCH_SWEEP = (1, 8, 64, 256, 1024, 2048)
+PART4 = (
+    _llm("prefill"),
+    _llm("decode"),
+    _llm("decode", static=True),
+    _llm("decode", static=True, compiled=True),
+    _llm("decode", BATCH_SWEEP, 128, tokens=3),
+    _llm("decode", BATCH_SWEEP, 128, static=True, compiled=True, tokens=3),
+)
+
+
 # The guide's worked example, and a large trace (200k+ events with Python stacks) for the
 # analyzer's benchmark.
 GUIDE = (
@@ -146,7 +175,7 @@ GUIDE = (
     Example("train_step", "train_b16_s10_stack", ("--with_stack", "--steps", "10")),
 )
 
-EXAMPLES: tuple[Example, ...] = PART1 + PART2 + PART3 + GUIDE
+EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE
 
 _BY_KEY = {example.key: example for example in EXAMPLES}
 
