@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve site test refresh check bench-site lighthouse clean
+.PHONY: serve site test refresh check notebooks bench-site lighthouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,13 +28,19 @@ test: $(TEST_STAMP)
 	bash tests/setup_browser.sh
 	$(BIN)/python -m pytest -q tests
 
-# On a GPU machine: rerun every snippet (or ONLY=01_matmul_add[/tag]) and rewrite traces/.
-# Needs only Python and torch: `make refresh PYTHON=python3` works on a bare GPU image.
+# On a GPU machine: rerun every snippet (or ONLY=01_matmul_add[/tag]) and rewrite traces/, then
+# regenerate the companion notebooks from the new runs. Needs only Python and torch:
+# `make refresh PYTHON=python3` works on a bare GPU image.
 refresh:
 	$(PYTHON) -m scripts refresh $(if $(ONLY),--only $(ONLY))
 
 check:
 	$(PYTHON) -m scripts check
+
+# The companion notebooks under docs/notebooks/, written from scripts/notebooks.py and the frozen
+# runs (standard library only; nothing runs a snippet).
+notebooks:
+	$(PYTHON) -m scripts notebooks
 
 # Build-time cost of executing the pages, against the same pages as plain Material.
 bench-site: $(STAMP)

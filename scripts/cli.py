@@ -1,4 +1,5 @@
-"""`python -m scripts COMMAND`: refresh the frozen artifacts, check them, list the examples.
+"""`python -m scripts COMMAND`: refresh the frozen artifacts, check them, list the examples, write
+the companion notebooks.
 
 Only the standard library is imported here, so `refresh` runs on a bare GPU image.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scripts import catalog, freeze
+from scripts import catalog, freeze, notebooks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +29,12 @@ def main(argv: list[str] | None = None) -> int:
 
     commands.add_parser("list", help="list the examples and their state")
 
+    notebook = commands.add_parser("notebooks", help="regenerate docs/notebooks/ from the frozen runs")
+    notebook.add_argument("--check", action="store_true", help="write nothing; fail if a notebook is stale")
+
     args = parser.parse_args(argv)
+    if args.command == "notebooks":
+        return write_notebooks(check_only=args.check)
     try:
         examples = catalog.select(getattr(args, "only", None))
     except KeyError as err:
@@ -55,7 +61,26 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return 1 if failed else 0
+    if failed:
+        return 1
+    write_notebooks()  # their outputs are the new runs; one that cannot be made yet says why
+    return 0
+
+
+def write_notebooks(check_only: bool = False) -> int:
+    if check_only:
+        stale = notebooks.check()
+        print(notebooks.stale_report(stale) if stale else f"all {len(notebooks.NOTEBOOKS)} notebook(s) are current",
+              file=sys.stderr if stale else sys.stdout)
+        return 1 if stale else 0
+    changed, errors = notebooks.write_all()
+    for path in changed:
+        print(f"wrote {path.relative_to(catalog.ROOT).as_posix()}")
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    if not changed and not errors:
+        print(f"all {len(notebooks.NOTEBOOKS)} notebook(s) are current")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
