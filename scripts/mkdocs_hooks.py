@@ -1,7 +1,8 @@
-"""MkDocs glue, kept thin: freeze check before the build, page URL for the helpers, assets after.
+"""MkDocs glue, kept thin: freeze and notebook checks before the build, page URL for the helpers,
+assets after.
 
-Listed under `hooks:` in mkdocs.yml. Everything of substance lives in scripts.freeze and
-scripts.pages, so the content would survive a move to another generator.
+Listed under `hooks:` in mkdocs.yml. Everything of substance lives in scripts.freeze,
+scripts.notebooks and scripts.pages, so the content would survive a move to another generator.
 """
 
 from __future__ import annotations
@@ -17,25 +18,38 @@ if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
 
 from mkdocs.exceptions import PluginError  # noqa: E402
 
-from scripts import catalog, freeze, pages  # noqa: E402
+from scripts import catalog, freeze, notebooks, pages  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.freeze")
 
 
 def on_config(config):
     pages.SITE.site_url = config.site_url or ""
+    # The Notebooks section of the nav lists every notebook of scripts/notebooks.py.
+    for section in config.nav or []:
+        if isinstance(section, dict) and isinstance(section.get("Notebooks"), list):
+            section["Notebooks"] += [e for e in notebooks.nav() if e not in section["Notebooks"]]
     return config
 
 
 def on_pre_build(config):
     pages.SITE.assets.clear()
+    pages.SITE.assets.update(notebooks.published_snippets())  # what a downloaded notebook fetches
     problems = freeze.check(list(catalog.EXAMPLES))
     if problems and freeze.gpu_available():
         # A GPU builder runs what is missing or stale first, then builds from the new artifacts.
         failed = freeze.refresh([p.example for p in problems], freeze.snippet_python(), log=log.info)
         problems = freeze.check(list(catalog.EXAMPLES)) if not failed else problems
+        if not failed:
+            notebooks.write_all()  # their outputs are the new runs
     if problems:
         message = freeze.stale_report(problems)
+        if config.strict:
+            raise PluginError(message)
+        log.warning(message)
+    stale = notebooks.check()
+    if stale:
+        message = notebooks.stale_report(stale)
         if config.strict:
             raise PluginError(message)
         log.warning(message)
@@ -52,12 +66,20 @@ def on_post_build(config):
         target = site_dir / site_path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
+    # mkdocs-jupyter copied each notebook beside its page (include_source); the copy a reader
+    # downloads knows the site's address, to fetch the snippets from.
+    for notebook in notebooks.NOTEBOOKS:
+        copy = site_dir / notebook.download_url
+        if copy.is_file():
+            copy.write_bytes(notebooks.published_copy(copy.read_bytes(), config.site_url or ""))
 
 
 EXCERPT_SEPARATOR = "<!-- more -->"  # Material's default post_excerpt_separator
 
 
 def on_page_content(html, page, **kwargs):
+    if page.file.src_uri.endswith(".ipynb"):  # a companion notebook (mkdocs-jupyter rendered it)
+        html = pages.notebook_actions(page.file.src_uri) + pages.notebook_html(html)
     # Material's blog renders a post's whole Markdown again for each view that lists it (the index,
     # every category), which would rerun every exec block; once the post itself is rendered, the
     # excerpt views need only what comes before the separator.

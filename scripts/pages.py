@@ -282,3 +282,82 @@ def load_facts_json(run: Run, window=None) -> dict:
         return json.dumps(facts(run.trace, window=window).to_dict())
 
     return json.loads(cache.cached_text("facts", parts, compute, suffix=".json").read_text())
+
+
+# --- companion notebooks (scripts/notebooks.py) -----------------------------------------------
+
+
+def _page_link(site_path: str) -> str:
+    """relative_url, keeping the trailing slash of a page's URL."""
+    return relative_url(site_path) + ("/" if site_path.endswith("/") else "")
+
+
+def notebook_box() -> str:
+    """The box near the top of a post: its companion notebook, to view or to download."""
+    from scripts import notebooks
+
+    found = [n for n in notebooks.NOTEBOOKS if n.post_url == SITE.page_url]
+    if not found:
+        raise LookupError(f"no notebook in scripts/notebooks.py has the post {SITE.page_url!r}")
+    notebook = found[0]
+    return (
+        '<div class="admonition example companion-notebook"><p class="admonition-title">Companion '
+        f'notebook</p><p>Every example of this part as a notebook, to rerun on your GPU or on Colab: '
+        f'<a href="{_page_link(notebook.page_url)}">view it</a> · '
+        f'<a href="{_page_link(notebook.download_url)}" download>download it (.ipynb)</a>.</p></div>'
+    )
+
+
+def notebook_index() -> str:
+    """The Notebooks page's table: each part's notebook, its post and its download."""
+    from scripts import notebooks
+
+    rows = "".join(
+        f'<tr><td><a href="{_page_link(n.page_url)}">{escape(n.title)}</a></td>'
+        f'<td><a href="{_page_link(n.post_url)}">Part {n.part}</a></td>'
+        f"<td>{len(n.runs)}</td>"
+        f'<td><a href="{_page_link(n.download_url)}" download>{escape(n.name)}.ipynb</a></td></tr>'
+        for n in notebooks.NOTEBOOKS
+    )
+    return ("<table><thead><tr><th>Notebook</th><th>Post</th><th>Examples</th><th>Download</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>")
+
+
+def notebook_actions(docs_path: str) -> str:
+    """Above a rendered notebook: its download and the post it belongs to ("" for other pages)."""
+    from scripts import notebooks
+
+    found = [n for n in notebooks.NOTEBOOKS if n.docs_path == docs_path]
+    if not found:
+        return ""
+    notebook = found[0]
+    return (
+        '<div class="notebook-actions">'
+        f'<a class="md-button md-button--primary" href="{_page_link(notebook.download_url)}" '
+        f'download>Download the notebook (.ipynb)</a>'
+        f'<a class="md-button" href="{_page_link(notebook.post_url)}">Read Part {notebook.part}</a></div>'
+    )
+
+
+JUPYTER_CSS = "stylesheets/jupyter.css"  # mkdocs-jupyter's JupyterLab stylesheet, shared by the notebook pages
+_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
+_MERMAID = re.compile(r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded", async \(\) => \{'
+                      r'\s*const diagrams = document\.querySelectorAll\("\.jp-Mermaid.*?'
+                      r"<!-- End of mermaid configuration -->", re.S)
+_PYGMENTS_LIST = re.compile(r"<style>\s*\['pre \{ line-height.*?'\]\s*</style>", re.S)  # a list's repr, a duplicate
+
+
+def notebook_html(html: str) -> str:
+    """A notebook page as mkdocs-jupyter renders it, made lighter: its 570 kB JupyterLab stylesheet
+    becomes one file that every notebook page shares (and the browser caches) instead of a copy
+    inlined in each, and the loaders of MathJax (with no URL: we set none) and Mermaid, which no
+    notebook of ours needs, are left out. A part that does not match is left as it was."""
+    import mkdocs_jupyter
+
+    css_file = Path(mkdocs_jupyter.__file__).parent / "templates" / "mkdocs_html" / "assets" / "index.css"
+    inline = f'<style type="text/css">\n{css_file.read_text(encoding="utf-8")}</style>'
+    if inline in html:
+        html = html.replace(inline, f'<link rel="stylesheet" href="{publish(JUPYTER_CSS, css_file)}">', 1)
+    for dead in (_MATHJAX, _MERMAID, _PYGMENTS_LIST):
+        html = dead.sub("", html, count=1)
+    return html
