@@ -85,7 +85,8 @@ def test_timelines_exist_for_every_run_and_none_for_refused(built_site, page):
 
 def test_download_links_and_perfetto_buttons_serve_the_frozen_traces(built_site, page):
     _, elements = page
-    downloads = [a for a in elements.find("a") if "download" in a]
+    # Trace downloads (the companion notebook's download is tests/test_notebooks.py's)
+    downloads = [a for a in elements.find("a") if "download" in a and a["href"].endswith(".json.gz")]
     assert len(downloads) == len(RAN)
     for link in downloads:
         served = resolve(built_site, PAGE, link["href"])

@@ -89,7 +89,8 @@ def test_timelines_are_zoomable_images_that_exist(built_site, part1):
 
 def test_download_links_serve_the_frozen_trace(built_site, part1):
     _, elements = part1
-    downloads = [a for a in elements.find("a") if "download" in a]
+    # Trace downloads (the companion notebook's download is tests/test_notebooks.py's)
+    downloads = [a for a in elements.find("a") if "download" in a and a["href"].endswith(".json.gz")]
     assert len(downloads) >= 6
     for link in downloads:
         served = resolve(built_site, PART1_PAGE, link["href"])
