@@ -223,6 +223,16 @@ def _facts(trace: Trace, step, window) -> TraceFacts:
     )
 
 
+def facts_of_windows(trace: Trace, windows: list[Window], top: int = 0) -> list[WindowFacts]:
+    """The facts of many windows of one trace, its index built once (a sweep has dozens)."""
+    missing = sorted(set(trace.skipped) - TIMES_ONLY_KINDS)
+    if missing:
+        raise ValueError(f"the facts need the {', '.join(missing)} events that loading skipped")
+    with paused_gc():
+        index = _TraceIndex(trace)
+        return [window_facts(index, window, top=top) for window in windows]
+
+
 def _focus_window(trace: Trace, step, window) -> Window:
     if isinstance(window, Window):
         return window

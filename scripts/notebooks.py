@@ -99,6 +99,7 @@ class NotebookError(Exception):
 P1 = "01_matmul_add/"
 P2_MLP = "mlp_b64_s128_768x3072_bf16_warm"
 P3 = "b8_h16_s1024_d64"
+P4 = "05_llm_inference"
 
 NOTEBOOKS: tuple[Notebook, ...] = (
     Notebook(
@@ -237,6 +238,43 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(f"04_attention/sdpa_cudnn_{P3}_fp32_warm",
                 "cuDNN attention refuses fp32 inputs too; the refusal is a result, and the snippet "
                 "writes its reason where the trace would be."),
+        ),
+    ),
+    Notebook(
+        part=4,
+        slug="llm-inference",
+        title="Part 4 notebook: LLM inference with transformers",
+        intro=(
+            "Every example of Part 4: a Llama-style model built from a `transformers` config with "
+            "random weights (nothing to download), its prefill, its decode as `transformers` runs it, "
+            "with a static KV cache, and compiled into CUDA graphs; then tokens per second against "
+            "batch size. It needs `transformers` besides `torch` (`pip install transformers`)."
+        ),
+        cells=(
+            "## Prefill and decode",
+            Run(f"{P4}/prefill_b1_p512_dynamic_eager",
+                "One forward pass over the whole prompt per step: GEMMs with enough rows to keep the "
+                "GPU busier than decode will, yet at batch 1 still far from full."),
+            Run(f"{P4}/decode_b1_p512_dynamic_eager",
+                "One token per step. Find the row with the largest `Self CPU %`: "
+                "`aten::_cudnn_attention_forward`. In the trace, the first attention call of every "
+                "step is the long one: a new key length per token, so a new cuDNN graph per token."),
+            "## Taking the overhead away",
+            Run(f"{P4}/decode_b1_p512_static_eager",
+                "A static cache keeps the attention shapes fixed: the long attention call is gone, "
+                "but hundreds of launches per token remain, and the GPU still waits between them."),
+            Run(f"{P4}/decode_b1_p512_static_compile",
+                "`torch.compile(mode=\"reduce-overhead\")`: Inductor's fused kernels captured as one "
+                "CUDA graph per token. Look for `cudaGraphLaunch` in the table and compare the "
+                "tokens per second printed below it with the runs above. The first call compiles, "
+                "which takes a while."),
+            "## Tokens per second against batch size",
+            Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager",
+                "Six batch sizes in one trace, each step inside a `decode b=N` annotation; the lines "
+                "under the table give tokens per second per batch size."),
+            Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_static_compile",
+                "The same sweep compiled: one graph per batch size (each compiles first). Where do "
+                "tokens per second stop growing in proportion to the batch?"),
         ),
     ),
 )

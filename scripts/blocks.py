@@ -1,0 +1,207 @@
+"""Facts per labelled block of a trace: the matmul sweep's `{mode} n={size}` blocks and the LLM
+runs' `decode b={batch}` steps.
+
+A sweep puts many configurations in one trace, each inside a `record_function` annotation; the
+annotation's span on the host is the window whose facts describe that configuration. Pure
+functions from a loaded Trace to dataclasses; the pages and plots read these, never the trace.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from scripts.analysis import WindowFacts, facts_of_windows
+from scripts.intervals import gaps
+from scripts.trace import Trace, TraceError, Window
+
+SWEEP_BLOCK = re.compile(r"^(eager|compile|graph) n=(\d+)$")
+PEAK_BLOCK = re.compile(r"^peak n=(\d+)$")
+LLM_STEP = re.compile(r"^(prefill|decode) b=(\d+)$")
+# Idle stretches shorter than this are the GPU moving from one queued kernel to the next (inside a
+# CUDA graph they are ~0.5 us on the H200); longer ones are time it waited for work.
+GAP_MIN_US = 5.0
+
+
+def matmul_add_flops(n: int) -> int:
+    """x @ w + b for n x n matrices: n multiply-adds per output element, then one add."""
+    return 2 * n**3 + n**2
+
+
+def _annotations(trace: Trace, pattern: re.Pattern) -> list:
+    return [e for e in trace.by_kind.get("annotation", []) if pattern.match(e.name)]
+
+
+def _idle_stretches(trace: Trace, window: Window) -> list[float]:
+    """Lengths of the stretches of the window in which no GPU activity ran, edges included."""
+    activities = trace.gpu_activities  # in time order
+    starts = [e.ts for e in activities]
+    first = bisect_left(starts, window.start - 1e6)  # an activity may begin before the window
+    busy = [(e.ts, e.end) for e in activities[first:bisect_left(starts, window.end)]]
+    return [end - start for start, end in gaps(busy, window.start, window.end)]
+
+
+# --- the matmul + add sweep ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One (mode, size) block: --steps steps back to back, then a synchronize."""
+
+    mode: str  # eager / compile / graph
+    size: int
+    steps: int
+    cpu_us_per_step: float  # mean span of the `step` annotations: the host's cost of one step
+    wall_us_per_step: float  # the block's span over its steps: what a step costs end to end
+    gpu_us_per_step: float  # GPU busy time in the block over its steps
+    gpu_busy_pct: float  # of the block's span
+    launches_per_step: float
+    tflops: float  # useful work per wall time: what the program achieved
+    kernel_tflops: float  # useful work per GPU busy time: what the kernels achieved while running
+    verdict: str
+
+    @property
+    def gpu_bound(self) -> bool:
+        """The GPU's work per step outlasts the host's: adding host speed would not help."""
+        return self.gpu_us_per_step >= self.cpu_us_per_step
+
+
+@dataclass(frozen=True)
+class Sweep:
+    peak_size: int
+    peak_tflops: float  # bf16 matmul of peak_size, flops over GPU busy time: the measured ceiling
+    peak_products: int  # matrix products timed
+    points: tuple[SweepPoint, ...]
+
+    def modes(self) -> list[str]:
+        return list(dict.fromkeys(p.mode for p in self.points))
+
+    def of_mode(self, mode: str) -> list[SweepPoint]:
+        return sorted((p for p in self.points if p.mode == mode), key=lambda p: p.size)
+
+    def point(self, mode: str, size: int) -> SweepPoint:
+        for p in self.points:
+            if p.mode == mode and p.size == size:
+                return p
+        raise KeyError(f"no {mode} n={size} block in the sweep")
+
+    def crossover(self, mode: str = "eager") -> int | None:
+        """The smallest size from which on every larger one the GPU's work per step outlasts the
+        host's (None if it never does)."""
+        found = None
+        for p in reversed(self.of_mode(mode)):
+            if not p.gpu_bound:
+                break
+            found = p.size
+        return found
+
+    def share_of_peak(self, point: SweepPoint) -> float:
+        return 100.0 * point.tflops / self.peak_tflops
+
+
+def sweep(trace: Trace) -> Sweep:
+    """The sweep's facts from its trace. Raises TraceError when the trace is not a sweep."""
+    blocks = _annotations(trace, SWEEP_BLOCK)
+    peaks = _annotations(trace, PEAK_BLOCK)
+    if not blocks or len(peaks) != 1:
+        raise TraceError(f"{trace.source or 'trace'}: not a sweep (needs `{{mode}} n={{size}}` "
+                         "annotations and one `peak n={size}`)")
+    step_events = sorted(_annotations(trace, re.compile(r"^step$")), key=lambda e: e.ts)
+    step_starts = [e.ts for e in step_events]
+    windows = [Window(e.ts, e.end, e.name) for e in [peaks[0], *blocks]]
+    peak_facts, *block_facts = facts_of_windows(trace, windows)
+
+    peak_size = int(PEAK_BLOCK.match(peaks[0].name).group(1))
+    # One aten::mm per product; a GEMM may take more than one kernel (a memset, a split-K reduce).
+    peak = peaks[0]
+    products = sum(1 for e in trace.by_kind.get("cpu_op", []) if e.name == "aten::mm" and peak.ts <= e.ts < peak.end)
+    if not products or not peak_facts.gpu_busy_us:
+        raise TraceError(f"{trace.source or 'trace'}: the peak block has no aten::mm on the GPU")
+    peak_tflops = 2 * peak_size**3 * products / peak_facts.gpu_busy_us / 1e6
+
+    points = []
+    for block, window in zip(blocks, block_facts):
+        mode, size = SWEEP_BLOCK.match(block.name).group(1), int(SWEEP_BLOCK.match(block.name).group(2))
+        inside = step_events[bisect_left(step_starts, block.ts):bisect_left(step_starts, block.end)]
+        steps = len(inside)
+        if not steps:
+            raise TraceError(f"{trace.source or 'trace'}: block {block.name!r} has no `step` annotations")
+        flops = matmul_add_flops(size) * steps
+        points.append(SweepPoint(
+            mode=mode,
+            size=size,
+            steps=steps,
+            cpu_us_per_step=sum(e.dur for e in inside) / steps,
+            wall_us_per_step=window.dur_us / steps,
+            gpu_us_per_step=window.gpu_busy_us / steps,
+            gpu_busy_pct=window.gpu_busy_pct,
+            launches_per_step=window.launches.launches / steps,
+            tflops=flops / window.dur_us / 1e6,
+            kernel_tflops=flops / window.gpu_busy_us / 1e6 if window.gpu_busy_us else 0.0,
+            verdict=window.verdict.label,
+        ))
+    return Sweep(peak_size, peak_tflops, products, tuple(points))
+
+
+# --- LLM steps -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchFacts:
+    """The profiled steps of one batch size: one new token per sequence each (decode), or one
+    whole prompt (prefill)."""
+
+    phase: str
+    batch: int
+    steps: int
+    ms_per_step: float  # mean span of the step annotations (each ends with tokens on the host)
+    gpu_busy_pct: float  # GPU busy time over the steps' spans
+    gpu_ms_per_step: float
+    idle_ms_per_step: float  # time in a step with nothing on the GPU: the timeline's gaps
+    gaps_per_step: float  # idle stretches of GAP_MIN_US or more
+    longest_gap_ms: float
+    launches_per_step: float
+    kernels_per_step: float
+    verdict: str
+    tokens_per_step: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / (self.ms_per_step / 1e3)
+
+
+def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
+    """One BatchFacts per batch size in the trace, in the order they ran. `prompt_tokens` is
+    the prompt length for a prefill trace (tokens per sequence per step); decode steps make one."""
+    steps = _annotations(trace, LLM_STEP)
+    if not steps:
+        raise TraceError(f"{trace.source or 'trace'}: no `decode b=N` or `prefill b=N` annotations")
+    windows = [Window(e.ts, e.end, e.name) for e in steps]
+    grouped: dict[str, list[tuple[WindowFacts, list[float]]]] = {}
+    for window, facts in zip(windows, facts_of_windows(trace, windows)):
+        grouped.setdefault(window.label, []).append((facts, _idle_stretches(trace, window)))
+    result = []
+    for name, measured in grouped.items():
+        phase, batch = LLM_STEP.match(name).group(1), int(LLM_STEP.match(name).group(2))
+        count = len(measured)
+        span = sum(f.dur_us for f, _ in measured)
+        busy = sum(f.gpu_busy_us for f, _ in measured)
+        stretches = [length for _, idle in measured for length in idle]
+        verdicts = [f.verdict.label for f, _ in measured]
+        result.append(BatchFacts(
+            phase=phase,
+            batch=batch,
+            steps=count,
+            ms_per_step=span / count / 1e3,
+            gpu_busy_pct=100.0 * busy / span,
+            gpu_ms_per_step=busy / count / 1e3,
+            idle_ms_per_step=sum(stretches) / count / 1e3,
+            gaps_per_step=sum(1 for length in stretches if length >= GAP_MIN_US) / count,
+            longest_gap_ms=max(stretches, default=0.0) / 1e3,
+            launches_per_step=sum(f.launches.launches for f, _ in measured) / count,
+            kernels_per_step=sum(f.activities_by_kind.get("kernel", 0) for f, _ in measured) / count,
+            verdict=max(sorted(set(verdicts)), key=verdicts.count),
+            tokens_per_step=batch * (prompt_tokens if phase == "prefill" else 1),
+        ))
+    return result

@@ -1,0 +1,246 @@
+"""Page helpers for runs made of labelled blocks: the matmul + add sweep and the LLM runs.
+
+    ```python exec="true" html="true"
+    from scripts.pages_sweeps import sweep
+    view = sweep("01_matmul_add_sweep/sweep_bf16_16-8192")
+    print(view.table())
+    print(view.times_plot())
+    ```
+
+The facts come from scripts.blocks (cached on disk by the trace's content and the code's), the
+pictures from scripts.plots; everything printed is read off the frozen trace.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from functools import cached_property
+from html import escape
+from pathlib import Path
+
+from scripts import cache
+from scripts.blocks import BatchFacts, Sweep, SweepPoint
+from scripts.pages import Run, example, format_us, publish, svg_size
+
+FACTS_CODE = ("blocks", "analysis", "trace", "intervals")
+
+
+def _figure(run: Run, name: str, svg_text_path: Path, alt: str, what: str) -> str:
+    width, height = svg_size(svg_text_path.read_text())
+    src = publish(f"plots/{run.example.snippet}/{name}.svg", svg_text_path)
+    return (
+        f'<figure class="timeline plot"><a class="glightbox" href="{src}" data-type="image">'
+        f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
+        f"<figcaption>{escape(what)} {escape(run.caption())}. Click to zoom.</figcaption></figure>"
+    )
+
+
+def _plot(run: Run, name: str, draw) -> Path:
+    parts = [cache.file_digest(run.example.trace_path), name, cache.code_digest("plots", *FACTS_CODE)]
+    return cache.cached_text("plot", parts, draw, suffix=".svg")
+
+
+def percent(value: float) -> str:
+    """A share with two significant digits and no exponent: 92%, 5.0%, 0.26%, 0.000015%."""
+    if value >= 10:
+        return f"{value:.0f}%"
+    if value <= 0:
+        return "0%"
+    digits = max(1, 1 - math.floor(math.log10(value)))
+    return f"{value:.{digits}f}%"
+
+
+def _table(head: list[str], rows: list[list[str]], caption: str, first_col_is_header: bool = True) -> str:
+    num = ' class="num"'
+    thead = "".join(f'<th scope="col"{"" if i == 0 else num}>{escape(h)}</th>' for i, h in enumerate(head))
+    body = []
+    for row in rows:
+        cells = [f'<th scope="row">{row[0]}</th>' if first_col_is_header else f"<td>{row[0]}</td>"]
+        cells += [f'<td class="num">{cell}</td>' for cell in row[1:]]
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        '<div class="prof-table"><div class="prof-scroll" tabindex="0" role="region" '
+        f'aria-label="{escape(caption)}, scrolls sideways"><table class="prof"><caption>{escape(caption)}</caption>'
+        f'<thead><tr>{thead}</tr></thead><tbody>{"".join(body)}</tbody></table></div></div>'
+    )
+
+
+# --- the matmul + add sweep ----------------------------------------------------------------------
+
+
+class SweepView:
+    def __init__(self, run: Run):
+        self.run = run
+
+    @cached_property
+    def data(self) -> Sweep:
+        parts = [cache.file_digest(self.run.example.trace_path), cache.code_digest(*FACTS_CODE)]
+
+        def compute() -> str:
+            from scripts.blocks import sweep as sweep_facts
+
+            return json.dumps(asdict(sweep_facts(self.run.trace)))
+
+        raw = json.loads(cache.cached_text("sweep", parts, compute, suffix=".json").read_text())
+        points = tuple(SweepPoint(**p) for p in raw.pop("points"))
+        return Sweep(points=points, **raw)
+
+    def point(self, mode: str, size: int) -> SweepPoint:
+        return self.data.point(mode, size)
+
+    def table(self, modes: tuple[str, ...] | None = None) -> str:
+        """One row per block, by size then mode."""
+        sweep = self.data
+        chosen = [p for p in sweep.points if modes is None or p.mode in modes]
+        rows = []
+        for p in sorted(chosen, key=lambda p: (p.size, sweep.modes().index(p.mode))):
+            rows.append([
+                f"{p.mode} <code>n={p.size}</code>",
+                format_us(p.cpu_us_per_step),
+                format_us(p.wall_us_per_step),
+                format_us(p.gpu_us_per_step),
+                f"{p.gpu_busy_pct:.1f}%",
+                f"{p.launches_per_step:g}",
+                f"{p.tflops:.3g}",
+                percent(sweep.share_of_peak(p)),
+                escape(p.verdict),
+            ])
+        head = ["block", "host per step", "wall per step", "GPU busy per step", "GPU busy",
+                "launches per step", "TFLOP/s", "of peak", "verdict"]
+        return _table(head, rows, f"Every block of the sweep, read off its trace — {self.run.caption()}")
+
+    def times_plot(self) -> str:
+        from scripts.plots import sweep_times
+
+        svg = _plot(self.run, "times", lambda: sweep_times(self.data))
+        return _figure(self.run, "sweep_times", svg,
+                       "Host time and GPU busy time per step against matrix size, for eager, "
+                       "torch.compile and CUDA graph", "Host and GPU time per step (log scales).")
+
+    def tflops_plot(self) -> str:
+        from scripts.plots import sweep_tflops
+
+        svg = _plot(self.run, "tflops", lambda: sweep_tflops(self.data))
+        return _figure(self.run, "sweep_tflops", svg,
+                       "Achieved TFLOP/s against matrix size for each mode, under the measured peak",
+                       "Achieved TFLOP/s against the peak measured in the same run.")
+
+
+def sweep(key: str) -> SweepView:
+    return SweepView(example(key))
+
+
+# --- LLM steps ----------------------------------------------------------------------------------
+
+
+class LLMView:
+    def __init__(self, run: Run):
+        self.run = run
+
+    @cached_property
+    def prompt(self) -> int:
+        args = self.run.example.args
+        return int(args[args.index("--prompt") + 1])
+
+    @cached_property
+    def batches(self) -> list[BatchFacts]:
+        parts = [cache.file_digest(self.run.example.trace_path), str(self.prompt), cache.code_digest(*FACTS_CODE)]
+
+        def compute() -> str:
+            from scripts.blocks import llm_steps
+
+            return json.dumps([asdict(b) for b in llm_steps(self.run.trace, self.prompt)])
+
+        raw = json.loads(cache.cached_text("llm", parts, compute, suffix=".json").read_text())
+        return [BatchFacts(**b) for b in raw]
+
+    def batch(self, size: int = 1) -> BatchFacts:
+        for facts in self.batches:
+            if facts.batch == size:
+                return facts
+        raise KeyError(f"{self.run.example.key} has no batch {size}")
+
+    def first_batch_overhead_free(self) -> BatchFacts | None:
+        """The smallest batch whose steps the analyzer no longer calls overhead-bound."""
+        return next((b for b in self.batches if b.verdict != "overhead-bound"), None)
+
+
+def llm(key: str) -> LLMView:
+    return LLMView(example(key))
+
+
+def _batch_row(label: str, b: BatchFacts) -> list[str]:
+    return [
+        label,
+        format_us(b.ms_per_step * 1e3),
+        f"{b.tokens_per_s:,.0f}",
+        f"{b.gpu_busy_pct:.1f}%",
+        format_us(b.gpu_ms_per_step * 1e3),
+        format_us(b.idle_ms_per_step * 1e3),
+        f"{b.gaps_per_step:.0f}",
+        f"{b.launches_per_step:.0f}",
+        f"{b.kernels_per_step:.0f}",
+        escape(b.verdict),
+    ]
+
+
+BATCH_HEAD = ["run", "per step", "tokens/s", "GPU busy", "GPU busy per step", "GPU idle per step",
+              "gaps per step", "launches per step", "kernels per step", "verdict"]
+
+
+def compare(rows: dict[str, tuple[str, int]], caption: str) -> str:
+    """One row per (label -> (example key, batch)): the runs side by side."""
+    table_rows = [_batch_row(escape(label), llm(key).batch(size)) for label, (key, size) in rows.items()]
+    return _table(BATCH_HEAD, table_rows, caption)
+
+
+def batch_table(key: str) -> str:
+    view = llm(key)
+    rows = [_batch_row(f"batch {b.batch}", b) for b in view.batches]
+    return _table(BATCH_HEAD, rows, f"{view.run.example.command} — {view.run.caption()}")
+
+
+def tokens_plot(series: dict[str, str]) -> str:
+    """Tokens per second against batch size, one line per (legend label -> example key)."""
+    from scripts.plots import tokens_per_second
+
+    views = {label: llm(key) for label, key in series.items()}
+    first = next(iter(views.values())).run
+    parts = [cache.file_digest(v.run.example.trace_path) for v in views.values()]
+    parts += [*series, cache.code_digest("plots", *FACTS_CODE)]
+    key = cache.cached_text("plot", parts,
+                            lambda: tokens_per_second({label: v.batches for label, v in views.items()}),
+                            suffix=".svg")
+    return _figure(first, "tokens_per_second", key,
+                   "New tokens per second against batch size, eager and compiled decode",
+                   "Decode throughput against batch size (log scales).")
+
+
+def snippet_defaults(snippet: str) -> dict[str, object]:
+    """The defaults of a snippet's `parser.add_argument("--name", ..., default=...)` calls, read
+    from its source (the docs build has no torch to import it with)."""
+    import ast
+
+    from scripts.catalog import SNIPPETS
+
+    tree = ast.parse((SNIPPETS / f"{snippet}.py").read_text())
+    defaults = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            name = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+            for keyword in node.keywords:
+                if name and keyword.arg == "default" and isinstance(keyword.value, ast.Constant):
+                    defaults[name.lstrip("-")] = keyword.value.value
+    return defaults
+
+
+def llama_parameters(hidden: int, intermediate: int, layers: int, heads: int, kv_heads: int,
+                     vocab: int, **_) -> int:
+    """Weights of a LlamaForCausalLM without tied embeddings (transformers' default for Llama)."""
+    head_dim = hidden // heads
+    attention = 2 * hidden * hidden + 2 * hidden * kv_heads * head_dim  # q, o; k, v
+    mlp = 3 * hidden * intermediate  # gate, up, down
+    norms = 2 * hidden
+    return layers * (attention + mlp + norms) + 2 * vocab * hidden + hidden
