@@ -145,7 +145,7 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(P1 + "4096_fp32_warm_eager",
                 "The same product in fp32 runs a different GEMM kernel: compare its name and its CUDA "
                 "time with the bf16 warm run above."),
-            "## `torch.compile`",
+            "## torch.compile",
             Run(P1 + "64_bf16_cold_compile",
                 "New rows belong to the compiler's runtime: `Torch-Compiled Region`, `TorchDynamo "
                 "Cache Lookup`, `## Call CompiledFxGraph …`. Inductor turned the matmul and the add "
@@ -171,7 +171,7 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             "MLP in eager mode, compiled by Inductor, and with the Triton kernel the post writes."
         ),
         cells=(
-            "## One `nn.Linear`",
+            "## One nn.Linear layer",
             Run("02_linear/linear_b1024_32x64_bf16_cold_eager",
                 "`aten::linear` calls `aten::t` (a view: CPU time, no kernel) and then `aten::addmm`, "
                 "which runs the one GEMM kernel; `bias` in the kernel's name says the bias is added in "

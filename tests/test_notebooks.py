@@ -199,6 +199,16 @@ def test_markdown_types_no_numbers_about_our_runs(notebook):
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=IDS)
+def test_headings_have_no_inline_code(notebook):
+    # mkdocs-jupyter builds the page's table of contents from the notebook with inline code cut
+    # out, so a heading with `code` gets a TOC link to an id the page does not have.
+    for cell in load(notebook)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for heading in re.findall(r"^#+ .*$", source(cell), re.M):
+                assert "`" not in heading, f"{notebook.name}: {heading}"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=IDS)
 def test_notebook_opens_with_setup_and_ends_with_perfetto_and_the_analyzer(notebook):
     cells = load(notebook)["cells"]
     assert cells[0]["cell_type"] == "markdown" and source(cells[0]).startswith("# ")
