@@ -145,25 +145,29 @@ SWEEP = (Example("01_matmul_add_sweep", "sweep_bf16_16-8192"),)
 
 
 def _llm(phase: str, batches: tuple[int, ...] = (1,), prompt: int = 512, *, static: bool = False,
-         compiled: bool = False, tokens: int = 0) -> Example:
+         compiled: bool = False, tokens: int = 0, attention: str = "") -> Example:
     args = ["--phase", phase, "--batch", ",".join(map(str, batches)), "--prompt", str(prompt)]
     args += ["--cache", "static"] * static + ["--compile"] * compiled
     args += ["--tokens", str(tokens)] if tokens else []
+    args += ["--attention", attention] if attention else []
     tag = (f"{phase}_b{'-'.join(map(str, batches))}_p{prompt}_{'static' if static else 'dynamic'}_"
-           f"{'compile' if compiled else 'eager'}")
+           f"{'compile' if compiled else 'eager'}" + (f"_sdpa-{attention}" if attention else ""))
     return Example("05_llm_inference", tag, tuple(args))
 
 
-# LLM inference: prefill, then decode at batch 1 as transformers runs it (overhead-bound), with a
-# static cache alone, and with the static cache compiled into CUDA graphs; then tokens per second
-# against batch size, eager and compiled, each sweep in one trace.
+# LLM inference: prefill, then decode at batch 1 as transformers runs it (overhead-bound), with
+# flash attention forced instead of the cuDNN attention SDPA picks (which rebuilds its graph for
+# every new key length), with a static cache alone, and with the static cache compiled into CUDA
+# graphs; then tokens per second against batch size, each sweep in one trace.
 BATCH_SWEEP = (1, 8, 64, 256, 1024, 2048)
 PART4 = (
     _llm("prefill"),
     _llm("decode"),
+    _llm("decode", attention="flash"),
     _llm("decode", static=True),
     _llm("decode", static=True, compiled=True),
     _llm("decode", BATCH_SWEEP, 128, tokens=3),
+    _llm("decode", BATCH_SWEEP, 128, tokens=3, attention="flash"),
     _llm("decode", BATCH_SWEEP, 128, static=True, compiled=True, tokens=3),
 )
 

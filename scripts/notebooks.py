@@ -259,10 +259,14 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "One token per step. Find the row with the largest `Self CPU %`: "
                 "`aten::_cudnn_attention_forward`. In the trace, the first attention call of every "
                 "step is the long one: a new key length per token, so a new cuDNN graph per token."),
+            Run(f"{P4}/decode_b1_p512_dynamic_eager_sdpa-flash",
+                "The same decode with `--attention flash`: no graph to build, so no long attention "
+                "call. What remains is the overhead of hundreds of small launches per token."),
             "## Taking the overhead away",
             Run(f"{P4}/decode_b1_p512_static_eager",
-                "A static cache keeps the attention shapes fixed: the long attention call is gone, "
-                "but hundreds of launches per token remain, and the GPU still waits between them."),
+                "A static cache keeps the attention shapes fixed, so cuDNN's attention builds its "
+                "graph once; in eager mode it is not faster than flash attention with a dynamic "
+                "cache, but it is what a CUDA graph needs."),
             Run(f"{P4}/decode_b1_p512_static_compile",
                 "`torch.compile(mode=\"reduce-overhead\")`: Inductor's fused kernels captured as one "
                 "CUDA graph per token. Look for `cudaGraphLaunch` in the table and compare the "
@@ -272,6 +276,9 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager",
                 "Six batch sizes in one trace, each step inside a `decode b=N` annotation; the lines "
                 "under the table give tokens per second per batch size."),
+            Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager_sdpa-flash",
+                "The sweep again with flash attention: at which batch size does eager decode stop "
+                "being overhead-bound once the cuDNN graph builds are gone?"),
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_static_compile",
                 "The same sweep compiled: one graph per batch size (each compiles first). Where do "
                 "tokens per second stop growing in proportion to the batch?"),

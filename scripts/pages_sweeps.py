@@ -21,6 +21,7 @@ from html import escape
 from pathlib import Path
 
 from scripts import cache
+from scripts.analysis import short_name
 from scripts.blocks import BatchFacts, Sweep, SweepPoint
 from scripts.pages import Run, example, format_us, publish, svg_size
 
@@ -161,6 +162,35 @@ class LLMView:
             if facts.batch == size:
                 return facts
         raise KeyError(f"{self.run.example.key} has no batch {size}")
+
+    def kernels(self, batch: int, top: int = 5) -> list[dict]:
+        """The GPU activities that took the most time in this batch size's steps: name, kind,
+        count and time per step (cached on disk like the other facts)."""
+        parts = [cache.file_digest(self.run.example.trace_path), f"kernels b={batch} top={top}",
+                 cache.code_digest(*FACTS_CODE)]
+
+        def compute() -> str:
+            from scripts.analysis import facts_of_windows
+            from scripts.trace import Window
+
+            steps = [e for e in self.run.trace.by_kind.get("annotation", [])
+                     if e.name in (f"decode b={batch}", f"prefill b={batch}")]
+            if not steps:
+                raise KeyError(f"{self.run.example.key} has no batch {batch}")
+            window = Window(steps[0].ts, steps[-1].end, f"batch {batch}")
+            (facts,) = facts_of_windows(self.run.trace, [window], top=top)
+            return json.dumps([{"name": k.name, "kind": k.kind, "count": k.count / len(steps),
+                                "ms_per_step": k.total_us / len(steps) / 1e3}
+                               for k in facts.top_kernels])
+
+        return json.loads(cache.cached_text("llm", parts, compute, suffix=".json").read_text())
+
+    def kernels_table(self, batch: int, top: int = 5) -> str:
+        rows = [[f"<code>{escape(short_name(k['name'], 110))}</code>", f"{k['count']:g}",
+                 format_us(k["ms_per_step"] * 1e3)] for k in self.kernels(batch, top)]
+        return _table(["GPU activity", "per step", "time per step"], rows,
+                      f"The {top} costliest GPU activities per step at batch {batch}: "
+                      f"{self.run.example.command}")
 
     def first_batch_overhead_free(self) -> BatchFacts | None:
         """The smallest batch whose steps the analyzer no longer calls overhead-bound."""

@@ -20,21 +20,31 @@ Each step ends by copying the new tokens to the host, as a serving loop does to 
 --cache static pre-allocates the KV cache; --compile wraps the decode forward in
 torch.compile(mode="reduce-overhead"): Inductor kernels replayed as one CUDA graph per token.
 --batch takes a comma-separated list: each batch size gets its own cache, and one trace holds
-them all, each step inside a `decode b=N` (or `prefill b=N`) annotation.
+them all, each step inside a `decode b=N` (or `prefill b=N`) annotation. --attention forces one
+scaled_dot_product_attention backend (auto lets PyTorch choose).
 
-Writes `{phase}_b{batches}_p{prompt}_{dynamic|static}_{eager|compile}.json` (open it in
-Perfetto) and `.txt` (the key_averages table) into --trace_dir, and prints tokens per second.
+Writes `{phase}_b{batches}_p{prompt}_{dynamic|static}_{eager|compile}[_sdpa-{backend}].json`
+(open it in Perfetto) and `.txt` (the key_averages table, then tokens per second per batch size,
+as printed) into --trace_dir.
 """
 
 import argparse
+import contextlib
 import time
 from pathlib import Path
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, StaticCache
 
 WARMUP_TOKENS = 3  # untimed decode steps: CUDA graph trees record on the second and third call
+BACKENDS = {
+    "math": SDPBackend.MATH,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+}
 
 
 def parse_args(argv=None):
@@ -47,6 +57,8 @@ def parse_args(argv=None):
                         help="KV cache: grown by concatenation, or allocated once")
     parser.add_argument("--compile", action="store_true",
                         help='decode through torch.compile(mode="reduce-overhead") (needs --cache static)')
+    parser.add_argument("--attention", choices=["auto", *BACKENDS], default="auto",
+                        help="the scaled_dot_product_attention backend to force")
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--intermediate", type=int, default=14336)
@@ -67,7 +79,8 @@ def parse_args(argv=None):
 def output_stem(args):
     batches = "-".join(map(str, args.batches))
     mode = "compile" if args.compile else "eager"
-    return f"{args.phase}_b{batches}_p{args.prompt}_{args.cache}_{mode}"
+    stem = f"{args.phase}_b{batches}_p{args.prompt}_{args.cache}_{mode}"
+    return stem + (f"_sdpa-{args.attention}" if args.attention != "auto" else "")
 
 
 def build_model(args, device):
@@ -135,7 +148,8 @@ def main(argv=None):
     # --8<-- [end:compile]
 
     generations = [Generation(model, decode_forward, b, args, device) for b in args.batches]
-    with torch.inference_mode():
+    attention = sdpa_kernel(BACKENDS[args.attention]) if args.attention != "auto" else contextlib.nullcontext()
+    with torch.inference_mode(), attention:
         for generation in generations:
             generation.prefill()
             if args.phase == "decode":

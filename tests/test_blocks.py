@@ -139,7 +139,7 @@ def test_llm_steps_match_an_independent_reading(tag):
         assert f.gpu_busy_pct == pytest.approx(100 * busy / span, abs=0.05)
         assert f.idle_ms_per_step == pytest.approx(sum(stretches) / len(steps) / 1e3, rel=1e-3)
         assert f.gaps_per_step == pytest.approx(sum(x >= blocks.GAP_MIN_US for x in stretches) / len(steps))
-        assert f.longest_gap_ms == pytest.approx(max(stretches) / 1e3, rel=1e-6)
+        assert f.longest_gap_ms == pytest.approx(max(stretches) / 1e3, rel=1e-5, abs=1e-6)
         assert f.launches_per_step == pytest.approx(len(launches) / len(steps))
         assert f.tokens_per_s == pytest.approx(batch / (span / len(steps) / 1e6), rel=1e-6)
 

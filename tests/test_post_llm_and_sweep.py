@@ -22,7 +22,8 @@ SWEEP_EXAMPLE = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192")
 def text_of(html: str) -> str:
     """The article's words, tags removed, whitespace collapsed."""
     article = html[html.index("<article"):html.index("</article>")]
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", article)).split())
+    inline = re.sub(r"</?(strong|em|code|a|span)\b[^>]*>", "", article)  # words run on through these
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", inline)).split())
 
 
 @pytest.fixture(scope="module")
@@ -92,24 +93,36 @@ def test_part4_numbers_are_the_analyzers(part4):
     assert f"{eager.gaps_per_step:.0f} per token to {graphs.gaps_per_step:.0f}" in text
 
 
-def test_part4_names_the_batch_where_decode_stops_being_overhead_bound(part4):
+@pytest.mark.parametrize("run", ["static_compile", "dynamic_eager_sdpa-flash"])
+def test_part4_names_the_batch_where_decode_stops_being_overhead_bound(part4, run):
     _, _, text = part4
     sweep = blocks.llm_steps(load_trace(catalog.get(
-        "05_llm_inference/decode_b1-8-64-256-1024-2048_p128_static_compile").trace_path))
+        f"05_llm_inference/decode_b1-8-64-256-1024-2048_p128_{run}").trace_path))
     first = next(b for b in sweep if b.verdict == "compute-bound")
-    assert f"from batch {first.batch} on the analyzer calls decode compute-bound" in text
+    assert f"compute-bound from batch {first.batch} on (GPU busy {first.gpu_busy_pct:.0f}%)" in text
     assert all(b.verdict != "overhead-bound" for b in sweep if b.batch >= first.batch)
+
+
+def test_part4_shows_the_cudnn_hypothesis_tested(part4):
+    _, _, text = part4
+    auto, = blocks.llm_steps(load_trace(catalog.get("05_llm_inference/decode_b1_p512_dynamic_eager").trace_path))
+    flash, = blocks.llm_steps(load_trace(catalog.get(
+        "05_llm_inference/decode_b1_p512_dynamic_eager_sdpa-flash").trace_path))
+    assert auto.longest_gap_ms > 10 * flash.longest_gap_ms  # the rebuild is the widest gap, and it goes
+    assert "--attention flash" in text
+    assert f"({auto.ms_per_step / flash.ms_per_step:.1f}× faster)" in text
 
 
 def test_part4_comparison_and_batch_tables(part4):
     html, _, _ = part4
     compare = re.search(r"<caption>Decode at batch 1, one row per run.*?</table>", html, flags=re.S).group(0)
-    for row in ("eager, dynamic cache", "eager, static cache", "compiled + CUDA graph, static cache"):
+    for row in ("eager, dynamic cache (SDPA chose cuDNN)", "eager, dynamic cache, flash attention",
+                "eager, static cache", "compiled + CUDA graph, static cache"):
         assert row in compare
     for column in ("GPU idle per step", "gaps per step", "launches per step"):
         assert column in compare
     sweeps = re.findall(r"<caption>uv run snippets/05_llm_inference.py --phase decode --batch 1,8.*?</table>", html, flags=re.S)
-    assert len(sweeps) == 2
+    assert len(sweeps) == 3
     for table in sweeps:
         assert [int(b) for b in re.findall(r"batch (\d+)</th>", table)] == [1, 8, 64, 256, 1024, 2048]
 
