@@ -351,7 +351,10 @@ def notebook_html(html: str) -> str:
     """A notebook page as mkdocs-jupyter renders it, made lighter: its 570 kB JupyterLab stylesheet
     becomes one file that every notebook page shares (and the browser caches) instead of a copy
     inlined in each, and the loaders of MathJax (with no URL: we set none) and Mermaid, which no
-    notebook of ours needs, are left out. A part that does not match is left as it was."""
+    notebook of ours needs, are left out. A part that does not match is left as it was.
+
+    The code and its outputs stay out of the search index (every page loads it): the outputs are
+    the tables the posts already show, and the index would otherwise grow by half."""
     import mkdocs_jupyter
 
     css_file = Path(mkdocs_jupyter.__file__).parent / "templates" / "mkdocs_html" / "assets" / "index.css"
@@ -360,4 +363,9 @@ def notebook_html(html: str) -> str:
         html = html.replace(inline, f'<link rel="stylesheet" href="{publish(JUPYTER_CSS, css_file)}">', 1)
     for dead in (_MATHJAX, _MERMAID, _PYGMENTS_LIST):
         html = dead.sub("", html, count=1)
-    return html
+    # Material matches the excluded element by its tag alone, so the first </div> inside an
+    # excluded <div> would end the exclusion: mark the innermost elements, the <pre>s and the
+    # hidden copies of the code and the "Copied!" notices of the copy buttons.
+    html = html.replace("<pre>", "<pre data-search-exclude>")
+    html = html.replace('<span class="notice" hidden="">', '<span class="notice" hidden="" data-search-exclude>')
+    return html.replace('class="clipboard-copy-txt"', 'data-search-exclude class="clipboard-copy-txt"')

@@ -309,6 +309,16 @@ def test_site_offers_the_download_with_the_site_url_set(site, notebook):
                for href in posts)
 
 
+def test_search_indexes_the_notebooks_prose_not_their_tables(built_site):
+    # Every page loads the search index; the tables are the posts' (and indexed there).
+    docs = json.loads((built_site / "search" / "search_index.json").read_text())["docs"]
+    for notebook in NOTEBOOKS:
+        mine = [d for d in docs if d["location"].startswith(notebook.page_url)]
+        words = " ".join(d["title"] + " " + d["text"] for d in mine)
+        assert notebook.title in words
+        assert "Self CPU time total:" not in words and "%run snippets/" not in words
+
+
 def test_site_publishes_the_snippets_a_download_fetches(built_site):
     for notebook in NOTEBOOKS:
         for name in notebook.snippets:
