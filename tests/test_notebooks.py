@@ -422,6 +422,19 @@ def test_check_command_lists_stale_notebooks_and_regeneration_fixes_them(refresh
     assert cli("--check").returncode == 0
 
 
+def test_a_successful_refresh_regenerates_the_notebooks(monkeypatch, capsys):
+    from scripts import cli
+
+    written = []
+    monkeypatch.setattr(notebooks, "write_all", lambda: written.append(True) or ([], []))
+    monkeypatch.setattr(freeze, "refresh", lambda *args, **kwargs: 0)
+    assert cli.main(["refresh", "--only", "01_matmul_add/64_bf16_cold_eager"]) == 0
+    assert written == [True]
+    monkeypatch.setattr(freeze, "refresh", lambda *args, **kwargs: 1)  # a failed run writes nothing
+    assert cli.main(["refresh", "--only", "01_matmul_add/64_bf16_cold_eager"]) == 1
+    assert written == [True]
+
+
 def test_changed_arguments_make_a_notebook_stale(monkeypatch):
     notebook = NOTEBOOKS[0]
     example = notebook.examples[0]
