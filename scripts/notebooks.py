@@ -422,11 +422,12 @@ def _example_meta(example: Example) -> dict:
 
 
 def _runs_metadata(metas: list[dict]) -> list[dict]:
-    """The GPU runs the outputs come from: one entry per environment and day (usually one)."""
+    """The GPU runs the outputs come from: one entry per environment and day (usually one). The
+    environment is the one scripts/freeze.py records (GPU, driver, CUDA, torch, Python, and any
+    package it adds): versions only, nothing that names the machine."""
     runs = {}
     for meta in metas:
-        env = meta["environment"]
-        entry = {key: env.get(key) for key in ("gpu", "driver", "cuda", "torch", "python")}
+        entry = dict(meta["environment"])
         entry["date"] = meta["date"][:10]
         runs[json.dumps(entry, sort_keys=True)] = entry
     return [runs[key] for key in sorted(runs)]
