@@ -233,24 +233,58 @@ def gzip_reproducibly(data: bytes) -> bytes:
 # --- refresh ----------------------------------------------------------------------------------
 
 ENV_PROBE = """
-import json, platform, torch
+import json, platform, sys, torch
+from importlib import metadata
+
+def version(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
 cuda = torch.cuda.is_available()
 print(json.dumps({
     "torch": torch.__version__,
     "cuda": torch.version.cuda if cuda else None,
     "gpu": torch.cuda.get_device_name(0) if cuda else None,
     "python": platform.python_version(),
+    "packages": {name: version(name) for name in sys.argv[1:]},
 }))
 """
 
+# A PEP 723 header: `# /// script` ... `# ///`, holding `# dependencies = ["torch>=2.4", ...]`.
+_HEADER = re.compile(r"^# /// script$(.*?)^# ///$", re.S | re.M)
+_DEPENDENCY_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
-def probe_environment(python: str) -> dict:
-    """Versions of the interpreter that runs the snippets, and the GPU driver."""
-    done = subprocess.run([python, "-c", ENV_PROBE], capture_output=True, text=True, check=False)
+
+def snippet_dependencies(example: Example) -> list[str]:
+    """The packages a snippet's PEP 723 header asks for, by name, torch excepted (always probed)."""
+    header = _HEADER.search(example.script.read_text())
+    if not header:
+        return []
+    block = "\n".join(line.removeprefix("#").strip() for line in header.group(1).splitlines())
+    listed = re.search(r"dependencies\s*=\s*\[(.*?)\]", block, re.S)
+    names = [_DEPENDENCY_NAME.match(item.strip().strip("\"'")) for item in (listed.group(1).split(",") if listed else [])]
+    return [m.group(1).lower() for m in names if m and m.group(1).lower() != "torch"]
+
+
+def probe_environment(python: str, packages: list[str] = ()) -> dict:
+    """Versions of the interpreter that runs the snippets, of the packages named, and the GPU
+    driver."""
+    done = subprocess.run([python, "-c", ENV_PROBE, *packages], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{python} cannot import torch: {_last_line(done.stderr)}")
     env = json.loads(done.stdout.strip().splitlines()[-1])
     env["driver"] = _nvidia_driver()
+    return env
+
+
+def environment_of(example: Example, environment: dict) -> dict:
+    """The probed environment as this example saw it: only the packages its snippet asks for."""
+    wanted = snippet_dependencies(example)
+    env = {key: value for key, value in environment.items() if key != "packages"}
+    if wanted:
+        env["packages"] = {name: environment.get("packages", {}).get(name) for name in wanted}
     return env
 
 
@@ -329,7 +363,7 @@ def _frozen(example: Example, outputs: dict[str, bytes], environment: dict, wall
         "inputs": inputs,
         "inputs_hash": inputs_hash(inputs),
         "outputs": {name: sha256_bytes(content) for name, content in outputs.items()},
-        "environment": environment,
+        "environment": environment_of(example, environment),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wall_time_s": round(wall, 2),
     }
@@ -357,7 +391,8 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
     """Run the examples; write their artifacts only if all succeeded (or, with keep_going, those
     that did). Returns the number of failed examples."""
     started = time.perf_counter()
-    environment = probe_environment(python)
+    packages = sorted({name for example in examples for name in snippet_dependencies(example)})
+    environment = probe_environment(python, packages)
     log(f"refreshing {len(examples)} example(s) with torch {environment['torch']} on {environment['gpu'] or 'CPU'}")
     results = []
     for example in examples:

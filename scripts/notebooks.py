@@ -1,6 +1,6 @@
 """Companion notebooks, one per part: generated from the catalog and the frozen GPU runs.
 
-Each example is a code cell `%run snippets/<snippet>.py <args> --trace_dir traces_nb/<snippet>`:
+Each example is a code cell `!{sys.executable} snippets/<snippet>.py <args> --trace_dir traces_nb/<snippet>`:
 the same snippet and arguments the site shows, never a copy of its code. Its stored output is what
 the snippet printed on the GPU: the frozen table, then the line that names the files it wrote (or,
 for an example frozen as unavailable, the reason it printed instead). Nothing here runs anything,
@@ -31,6 +31,7 @@ TRACE_DIR = "traces_nb"  # where a reader's runs write, beside the repository's 
 SITE_URL_LINE = "SITE_URL = None"  # the site's downloadable copy sets it (published_copy)
 SITE_LINK = "](../../"  # a markdown link from a notebook's page to another page of the site
 REGENERATE = "make notebooks"
+RUN_PREFIX = "!{sys.executable}"  # IPython runs the kernel's own interpreter on the snippet
 
 
 @dataclass(frozen=True)
@@ -132,11 +133,10 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(P1 + "64_bf16_cold_eager_s0-0-3",
                 "`--schedule 0,0,3` records from the very first step, so the cold start is in the "
                 "table: module loading rows (`Lazy Function Loading`, `Runtime Triggered Module "
-                "Loading`) and the profiler's `Activity Buffer Request`. Restart the kernel and run "
-                "the setup cell first: an earlier cell of this session has paid the cold start already."),
+                "Loading`) and the profiler's `Activity Buffer Request`."),
             Run(P1 + "64_bf16_cold_eager_s0-0-20",
                 "Twenty recorded steps instead of three: `Activity Buffer Request` still happens "
-                "once, so its share of the CPU time shrinks. (Restart first here too.)"),
+                "once, so its share of the CPU time shrinks."),
             "## A batch dimension",
             Run(P1 + "64_bf16_cold_eager_b8",
                 "With `--batch 8` the inputs are 3-D, and `aten::matmul` dispatches to `aten::bmm` "
@@ -299,6 +299,7 @@ def get(name_or_slug: str) -> Notebook:
 SETUP = '''\
 # Setup: run the snippets from a checkout of the repository, or download them from the site.
 import os
+import sys  # the cells below run each snippet with {{sys.executable}}: this kernel's Python
 import urllib.request
 from pathlib import Path
 
@@ -351,11 +352,9 @@ def _header(notebook: Notebook) -> str:
         "torch and date of that run. Your numbers will differ; the rows and the shape of the table "
         "should not.",
         "",
-        "`%run` runs each snippet inside this notebook's Python process, so what one cell loads "
-        "stays loaded for the next: only the first run of a session starts cold, and "
-        "`torch.compile` keeps its caches (and counts its compiled regions on) from cell to cell. "
-        "To see a cold start as the post shows it, restart the kernel, run the setup cell, then "
-        "the cell you want.",
+        "Each cell runs its snippet in a fresh Python process (`!{sys.executable} snippets/…`), "
+        "as the site's refresh does: a cold start is cold, a compiled run compiles from scratch, "
+        "and no cell inherits another's state.",
         "",
         "To run it you need PyTorch and a CUDA GPU (on Colab: *Runtime → Change runtime type* → a "
         "GPU). Without one, add `--device cpu` to a cell to see the CPU half of the story.",
@@ -385,7 +384,9 @@ def _closing(notebook: Notebook) -> str:
 
 
 def _run_source(example: Example) -> str:
-    return " ".join(["%run", f"snippets/{example.snippet}.py", *example.args,
+    # A fresh process per cell, as the refresh runs them: `%run` would share this kernel's state
+    # (modules loaded, compile caches), so a "cold" example would no longer start cold.
+    return " ".join([RUN_PREFIX, f"snippets/{example.snippet}.py", *example.args,
                      "--trace_dir", f"{TRACE_DIR}/{example.snippet}"])
 
 

@@ -137,7 +137,8 @@ class Run:
         where = env.get("gpu") or "CPU"
         bits = [
             where + (f" (driver {env['driver']})" if env.get("driver") else ""),
-            f"torch {env['torch']}" + (f", CUDA {env['cuda']}" if env.get("cuda") else ""),
+            f"torch {env['torch']}" + (f", CUDA {env['cuda']}" if env.get("cuda") else "")
+            + "".join(f", {name} {version}" for name, version in (env.get("packages") or {}).items() if version),
             f"Python {env['python']}",
             self.meta["date"][:10],
         ]
@@ -146,19 +147,21 @@ class Run:
     def table(self) -> str:
         return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
 
-    def timeline(self, step: int | None = None) -> str:
-        """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only)."""
+    def timeline(self, step: int | None = None, max_kb: int | None = None) -> str:
+        """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only).
+        `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
         from scripts.trace import select_window
 
-        parts = [cache.file_digest(self.example.trace_path), str(step),
+        parts = [cache.file_digest(self.example.trace_path), str(step), str(max_kb),
                  cache.code_digest("timeline", "trace", "intervals", "analysis")]
 
         def render() -> str:
             from scripts.analysis import facts
-            from scripts.timeline import render_timeline
+            from scripts.timeline import SIZE_BUDGET_BYTES, render_timeline
 
             window = select_window(self.trace, step=step)
-            return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window))
+            return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window),
+                                   size_budget=max_kb * 1000 if max_kb else SIZE_BUDGET_BYTES)
 
         svg = cache.cached_text("timeline", parts, render, suffix=".svg")
         width, height = svg_size(svg.read_text())
@@ -249,7 +252,7 @@ def render_facts_box(facts: dict, guide_href: str) -> str:
         rows.append(("Per ProfilerStep", steps))
     body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return (
-        '<div class="admonition abstract facts"><p class="admonition-title">What the analyzer says '
+        '<div class="admonition abstract facts" data-search-exclude><p class="admonition-title">What the analyzer says '
         f'(<a href="{guide_href}">how to read this</a>)</p><dl>{body}</dl></div>'
     )
 

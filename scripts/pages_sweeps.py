@@ -62,7 +62,8 @@ def _table(head: list[str], rows: list[list[str]], caption: str, first_col_is_he
         cells += [f'<td class="num">{cell}</td>' for cell in row[1:]]
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (
-        '<div class="prof-table"><div class="prof-scroll" tabindex="0" role="region" '
+        # Numbers only: kept out of the search index, which every page downloads.
+        '<div class="prof-table" data-search-exclude><div class="prof-scroll" tabindex="0" role="region" '
         f'aria-label="{escape(caption)}, scrolls sideways"><table class="prof"><caption>{escape(caption)}</caption>'
         f'<thead><tr>{thead}</tr></thead><tbody>{"".join(body)}</tbody></table></div></div>'
     )

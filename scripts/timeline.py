@@ -1310,17 +1310,19 @@ def svg_of(layout: TimelineLayout) -> str:
 
 
 def render_timeline(
-    trace: Trace, window: Window | None = None, facts=None, *, title: str | None = None
+    trace: Trace, window: Window | None = None, facts=None, *, title: str | None = None,
+    size_budget: int = SIZE_BUDGET_BYTES,
 ) -> str:
     """The annotated timeline of `window` (default: the first ProfilerStep, or the whole trace) as
-    standalone SVG text. Events merge further, in steps, until the SVG fits the size budget."""
+    standalone SVG text. Events merge further, in steps, until the SVG fits `size_budget` bytes
+    (a page with several dense pictures asks for less)."""
     skeleton = plan_timeline(trace, _as_window(trace, window), facts, title)
     row_spans = [skeleton.scale.spans(row.events, row.depths) for row in skeleton.rows]
     svg = ""
     for min_px in MERGE_THRESHOLDS_PX:
         row_spans = [merge_spans(spans, min_px) for spans in row_spans]
         svg = svg_of(finish_layout(skeleton, trace, row_spans))
-        if len(svg.encode()) <= SIZE_BUDGET_BYTES:
+        if len(svg.encode()) <= size_budget:
             break
     return svg
 

@@ -32,6 +32,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 SIZES = ",".join(str(2**k) for k in range(4, 14))  # 16 ... 8192
+RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit's default
 
 
 def parse_args(argv=None):
@@ -41,7 +42,8 @@ def parse_args(argv=None):
     parser.add_argument("--fast_upto", type=int, default=1024,
                         help="largest size run with compile and graph (eager runs every size)")
     parser.add_argument("--steps", type=int, default=20, help="profiled steps per (mode, size)")
-    parser.add_argument("--peak_size", type=int, default=8192)
+    parser.add_argument("--peak_size", type=int, default=None,
+                        help="side of the peak's matrices (default: 8192 on a GPU, 512 on the CPU)")
     parser.add_argument("--peak_steps", type=int, default=20)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--trace_dir", type=Path, default=Path("traces/01_matmul_add_sweep"))
@@ -52,8 +54,21 @@ def parse_args(argv=None):
     unknown = set(args.modes) - {"eager", "compile", "graph"}
     if unknown:
         parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
-    if "graph" in args.modes and args.device == "cpu":
+    if len(set(args.sizes)) != len(args.sizes) or len(set(args.modes)) != len(args.modes):
+        parser.error("--sizes and --modes take each value once")
+    if min(args.sizes) < 1 or args.steps < 1 or args.peak_steps < 1:
+        parser.error("sizes, --steps and --peak_steps must be positive")
+    on_gpu = torch.device(args.device).type == "cuda"
+    if "graph" in args.modes and not on_gpu:
         parser.error("--modes graph needs a CUDA device")
+    fast = [n for n in args.sizes if n <= args.fast_upto]
+    if not ("eager" in args.modes or fast):
+        parser.error(f"nothing to run: no size is at most --fast_upto {args.fast_upto}")
+    if "compile" in args.modes and len(fast) > RECOMPILE_LIMIT:
+        # Past the limit torch.compile silently runs fn uncompiled: the block would be mislabelled.
+        parser.error(f"torch.compile keeps at most {RECOMPILE_LIMIT} versions of fn; "
+                     f"compile at most {RECOMPILE_LIMIT} sizes (lower --fast_upto)")
+    args.peak_size = args.peak_size or (8192 if on_gpu else 512)
     return args
 
 
@@ -135,14 +150,12 @@ def main(argv=None):
 
     # Wall clock under the profiler, the host's view; the trace holds the GPU's side.
     peak = 2 * args.peak_size**3 * args.peak_steps / peak_seconds / 1e12
-    lines = [f"peak: {peak:.1f} TFLOP/s (bf16 matmul n={args.peak_size}, host clock)" if on_gpu
-             else "peak: not measured on the CPU",
+    lines = [f"peak: {peak:.3g} TFLOP/s ({args.dtype} matmul n={args.peak_size} on {device.type}, host clock)",
              f"{'block':>16} {'CPU us/step':>12} {'wall us/step':>13} {'TFLOP/s':>9} {'of peak':>8}"]
     for label, mode, size, _ in blocks:
         launch, wall = (t / args.steps for t in timings[label])
         tflops = (2 * size**3 + size**2) / wall / 1e12
-        share = f"{tflops / peak:8.1%}" if on_gpu else f"{'-':>8}"
-        lines.append(f"{label:>16} {launch * 1e6:>12.1f} {wall * 1e6:>13.1f} {tflops:>9.2f} {share}")
+        lines.append(f"{label:>16} {launch * 1e6:>12.1f} {wall * 1e6:>13.1f} {tflops:>9.2f} {tflops / peak:8.1%}")
     sort_by = "cuda_time_total" if on_gpu else "cpu_time_total"
     table = prof.key_averages().table(sort_by=sort_by, row_limit=15)
     report = table + "\n" + "\n".join(lines) + "\n"

@@ -69,6 +69,10 @@ def parse_args(argv=None):
     parser.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
     args = parser.parse_args(argv)
     args.batches = [int(b) for b in args.batch.split(",")]
+    if len(set(args.batches)) != len(args.batches) or min(args.batches) < 1:
+        parser.error("--batch takes distinct positive sizes")
+    if args.tokens < 1 or args.prompt < 1:
+        parser.error("--tokens and --prompt must be positive")
     if args.compile and args.cache != "static":
         parser.error("--compile needs --cache static: a CUDA graph replays fixed addresses")
     if args.compile and args.phase != "decode":

@@ -339,4 +339,4 @@ def test_search_finds_a_post_by_a_word_of_its_profiler_output(visit):
     page.locator("input.md-search__input").fill("nvjet")
     hit = page.locator(".md-search-result__item a[href*='blog/']").first
     hit.wait_for()
-    assert re.search(r"blog/(matmul-add|linear-mlp|attention)/", hit.get_attribute("href"))
+    assert re.search(r"blog/(matmul-add|matmul-add-sweep|linear-mlp|attention|llm-inference)/", hit.get_attribute("href"))

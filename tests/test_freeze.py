@@ -91,7 +91,7 @@ def sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "ROOT", tmp_path)
     monkeypatch.setattr(freeze, "ROOT", tmp_path)
     monkeypatch.setattr(freeze, "TRACES", tmp_path / "traces")
-    monkeypatch.setattr(freeze, "probe_environment", lambda python: {"torch": "test", "gpu": None})
+    monkeypatch.setattr(freeze, "probe_environment", lambda python, packages=(): {"torch": "test", "gpu": None})
     ok = [catalog.Example("fake", f"run{i}", ("--tag", f"run{i}")) for i in range(2)]
     for example in ok:
         assert freeze.refresh([example], sys.executable, log=lambda *_: None) == 0
@@ -178,3 +178,16 @@ def test_an_unavailable_example_freezes_its_reason_and_replaces_old_outputs(sand
     assert files["run0.unavailable"] == b"No available kernel. Aborting execution.\n"
     assert "run0.json.gz" not in files and "run0.txt" not in files
     assert freeze.status(example).ok
+
+
+def test_metadata_records_the_packages_a_snippet_header_asks_for():
+    """A run's metadata names the versions of what its snippet's PEP 723 header lists, so a
+    transformers upgrade shows up next to the runs it may have changed."""
+    llm = catalog.get("05_llm_inference/decode_b1_p512_dynamic_eager")
+    assert freeze.snippet_dependencies(llm) == ["transformers"]
+    assert freeze.snippet_dependencies(catalog.get("01_matmul_add/64_bf16_cold_eager")) == []
+    probed = {"torch": "2.x", "packages": {"transformers": "5.0", "triton": "3.0"}}
+    assert freeze.environment_of(llm, probed) == {"torch": "2.x", "packages": {"transformers": "5.0"}}
+    assert "packages" not in freeze.environment_of(catalog.get("01_matmul_add/64_bf16_cold_eager"), probed)
+    for example in catalog.PART4:
+        assert freeze.read_meta(example)["environment"]["packages"]["transformers"]

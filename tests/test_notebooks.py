@@ -45,7 +45,7 @@ def text(output: dict) -> str:
 
 
 def example_cells(nb: dict) -> list[dict]:
-    return [c for c in nb["cells"] if c["cell_type"] == "code" and source(c).startswith("%run ")]
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and source(c).startswith(notebooks.RUN_PREFIX + " ")]
 
 
 def all_strings(obj):
@@ -102,7 +102,7 @@ def test_every_run_cell_runs_a_snippet_with_a_catalog_examples_arguments(noteboo
     keys = []
     for cell in cells:
         words = shlex.split(source(cell))
-        assert words[0] == "%run" and words[1].startswith("snippets/"), words
+        assert words[0] == notebooks.RUN_PREFIX and words[1].startswith("snippets/"), words
         snippet = ROOT / words[1]
         assert snippet.is_file(), f"{words[1]} does not exist"
         args = words[2:]
@@ -220,7 +220,7 @@ def test_notebook_opens_with_setup_and_ends_with_perfetto_and_the_analyzer(noteb
     assert f"python scripts/analyze.py traces_nb/{first.snippet}/{first.tag}.json" in closing
     # Each example cell follows a markdown cell that says what to look for.
     for before, cell in zip(cells, cells[1:]):
-        if cell["cell_type"] == "code" and source(cell).startswith("%run "):
+        if cell["cell_type"] == "code" and source(cell).startswith(notebooks.RUN_PREFIX + " "):
             assert before["cell_type"] == "markdown" and source(before).strip()
 
 
@@ -316,7 +316,7 @@ def test_search_indexes_the_notebooks_prose_not_their_tables(built_site):
         mine = [d for d in docs if d["location"].startswith(notebook.page_url)]
         words = " ".join(d["title"] + " " + d["text"] for d in mine)
         assert notebook.title in words
-        assert "Self CPU time total:" not in words and "%run snippets/" not in words
+        assert "Self CPU time total:" not in words and "snippets/01_matmul_add.py --size" not in words
 
 
 def test_site_publishes_the_snippets_a_download_fetches(built_site):
