@@ -160,6 +160,12 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(P1 + "4096_bf16_warm_compile",
                 "Warm, the same kernels as the cold compiled run: the compiler changed the rows above "
                 "the kernels, not the GEMM family."),
+            "## Beyond Part 1: every size at once",
+            Run("01_matmul_add_sweep/sweep_bf16_16-8192",
+                "One run over every size from 16 to 8192: eager everywhere, compiled and as a CUDA "
+                "graph at the small end, after a measured peak. The lines under the table give each "
+                "block's host time, wall time and share of the peak; the sweep's page reads the "
+                "same blocks from the trace and finds where the GPU starts to outlast the host."),
         ),
     ),
     Notebook(

@@ -295,13 +295,15 @@ def _page_link(site_path: str) -> str:
     return relative_url(site_path) + ("/" if site_path.endswith("/") else "")
 
 
-def notebook_box() -> str:
-    """The box near the top of a post: its companion notebook, to view or to download."""
+def notebook_box(part: int | None = None) -> str:
+    """The box near the top of a post: its companion notebook (that of `part`, for a page beyond
+    the series that shares one), to view or to download."""
     from scripts import notebooks
 
-    found = [n for n in notebooks.NOTEBOOKS if n.post_url == SITE.page_url]
+    found = [n for n in notebooks.NOTEBOOKS if (n.part == part if part else n.post_url == SITE.page_url)]
     if not found:
-        raise LookupError(f"no notebook in scripts/notebooks.py has the post {SITE.page_url!r}")
+        raise LookupError(f"no notebook in scripts/notebooks.py has the post {SITE.page_url!r}"
+                          + (f" or the part {part}" if part else ""))
     notebook = found[0]
     return (
         '<div class="admonition example companion-notebook"><p class="admonition-title">Companion '

@@ -182,3 +182,21 @@ def test_landing_page_and_part3_lead_to_part4(built_site):
     for page in ("index.html", "blog/attention/index.html"):
         hrefs = [a.get("href", "") for a in parse((built_site / page).read_text()).find("a")]
         assert any(h.rstrip("/").endswith("llm-inference") for h in hrefs), page
+
+
+def test_sweep_refresh_fits_in_two_minutes_and_the_page_says_so(sweep_page):
+    _, _, text = sweep_page
+    wall = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192")
+    seconds = __import__("scripts.freeze", fromlist=["read_meta"]).read_meta(wall)["wall_time_s"]
+    assert seconds < 120, "the sweep page's refresh must fit in two minutes on the GPU"
+    assert f"it took {seconds:.0f} s from start to exit" in text
+
+
+def test_sweep_page_links_part1_notebook_which_runs_the_sweep(built_site, sweep_page):
+    from scripts import notebooks
+
+    _, elements, _ = sweep_page
+    hrefs = [a.get("href", "") for a in elements.find("a")]
+    assert any(h.endswith("notebooks/part-1-matmul-add/") for h in hrefs)
+    part1 = next(n for n in notebooks.NOTEBOOKS if n.part == 1)
+    assert SWEEP_EXAMPLE.key in [run.key for run in part1.runs]
