@@ -147,25 +147,33 @@ class Run:
     def table(self) -> str:
         return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
 
-    def timeline(self, step: int | None = None, max_kb: int | None = None) -> str:
-        """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only).
+    def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> str:
+        """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only) of
+        ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
-        from scripts.trace import select_window
+        from scripts.trace import TraceError, Window, select_window
 
-        parts = [cache.file_digest(self.example.trace_path), str(step), str(max_kb),
+        parts = [cache.file_digest(self.example.trace_path), str(step), str(max_kb), str(block),
                  cache.code_digest("timeline", "trace", "intervals", "analysis")]
 
         def render() -> str:
             from scripts.analysis import facts
             from scripts.timeline import SIZE_BUDGET_BYTES, render_timeline
 
-            window = select_window(self.trace, step=step)
+            if block is None:
+                window = select_window(self.trace, step=step)
+            else:
+                found = next((e for e in self.trace.by_kind.get("annotation", []) if e.name == block), None)
+                if found is None:
+                    raise TraceError(f"{self.example.key}: no annotation named {block!r}")
+                window = Window(found.ts, found.end, block)
             return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window),
                                    size_budget=max_kb * 1000 if max_kb else SIZE_BUDGET_BYTES)
 
         svg = cache.cached_text("timeline", parts, render, suffix=".svg")
         width, height = svg_size(svg.read_text())
         name = self.example.tag + (f"_step{step}" if step is not None else "")
+        name += "_" + re.sub(r"[^A-Za-z0-9]+", "-", block).strip("-") if block else ""
         src = publish(f"timelines/{self.example.snippet}/{name}.svg", svg)
         alt = f"Annotated timeline of {self.example.key}: CPU threads above, GPU streams below"
         return (

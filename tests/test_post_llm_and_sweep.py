@@ -200,3 +200,11 @@ def test_sweep_page_links_part1_notebook_which_runs_the_sweep(built_site, sweep_
     assert any(h.endswith("notebooks/part-1-matmul-add/") for h in hrefs)
     part1 = next(n for n in notebooks.NOTEBOOKS if n.part == 1)
     assert SWEEP_EXAMPLE.key in [run.key for run in part1.runs]
+
+
+def test_sweep_page_draws_the_eager_and_graph_blocks(built_site, sweep_page):
+    _, elements, _ = sweep_page
+    images = {img["src"].rsplit("/", 1)[-1] for img in elements.find("img") if "timelines/01_matmul_add_sweep/" in img.get("src", "")}
+    assert images == {"sweep_bf16_16-8192_eager-n-64.svg", "sweep_bf16_16-8192_graph-n-64.svg"}
+    svg = (built_site / "timelines/01_matmul_add_sweep/sweep_bf16_16-8192_graph-n-64.svg").read_text()
+    assert "graph n=64" in svg and "cudaGraphLaunch" in svg
