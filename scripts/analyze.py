@@ -2,6 +2,7 @@
 kernels, and whether the program is overhead-bound or compute-bound.
 
     python scripts/analyze.py TRACE [TRACE ...] [--json] [--svg OUT] [--step N | --window START:END]
+                              [--blocks]
 
 Reads .json and .json.gz chrome traces from torch.profiler / Kineto of any version, CUDA or ROCm,
 one file per rank. The definitions are in docs/guide/analyze-your-trace.md.
@@ -19,6 +20,7 @@ if not __package__:  # run as a file path: make the `scripts` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.analysis import TIMES_ONLY_KINDS, TraceFacts, facts, summary_text  # noqa: E402
+from scripts.blocks import blocks_of, blocks_text  # noqa: E402
 from scripts.trace import Trace, TraceError, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
@@ -40,6 +42,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="also write the annotated timeline of the window (default: the "
                              "first ProfilerStep): to OUT for one trace; with several traces OUT "
                              "is a directory that gets one <trace name>.svg each")
+    parser.add_argument("--blocks", action="store_true",
+                        help="also give the facts of each labelled block: the sweep's "
+                             "`{mode} n={size}` blocks, or the LLM snippet's `decode b=N` steps "
+                             "(per batch size)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--step", type=int, metavar="N",
                        help="describe ProfilerStep#N (default: the whole trace)")
@@ -78,10 +84,11 @@ def _report(number: int, path: Path, args: argparse.Namespace, svg_path: Path | 
         # Events that the facts read only as times need not be built, unless a timeline
         # draws them.
         trace = load_trace(path, progress=_progress_printer(path),
-                           skip_kinds=frozenset() if args.svg else TIMES_ONLY_KINDS)
+                           skip_kinds=frozenset() if args.svg or args.blocks else TIMES_ONLY_KINDS)
         trace_facts = facts(trace, step=args.step, window=args.window)
         if args.svg:
             _write_svg(trace, trace_facts, args, svg_path)
+        found = blocks_of(trace) if args.blocks else None
     except TraceError as err:
         return _fail(str(err))
     except Exception as err:  # a file that breaks the analysis is still a bad input
@@ -89,9 +96,11 @@ def _report(number: int, path: Path, args: argparse.Namespace, svg_path: Path | 
             raise
         return _fail(f"{path}: cannot analyze this trace ({type(err).__name__}: {err})")
     if args.json:
-        print(json.dumps(trace_facts.to_dict()))
+        print(json.dumps({**trace_facts.to_dict(), **({"blocks": found} if found else {})}))
     else:
         print(("\n" if number else "") + summary_text(trace_facts))
+        if found:
+            print(blocks_text(found))
     return 0
 
 

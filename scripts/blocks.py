@@ -205,3 +205,45 @@ def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
             tokens_per_step=batch * (prompt_tokens if phase == "prefill" else 1),
         ))
     return result
+
+
+# --- as text, for scripts/analyze.py --blocks ----------------------------------------------------
+
+
+def blocks_of(trace: Trace) -> dict:
+    """The labelled blocks this trace holds, as JSON-ready facts: {"sweep": ...} for the matmul
+    sweep, {"steps": [...]} for LLM steps. Raises TraceError when it holds neither."""
+    from dataclasses import asdict
+
+    if _annotations(trace, PEAK_BLOCK):
+        return {"sweep": asdict(sweep(trace))}
+    if _annotations(trace, LLM_STEP):
+        return {"steps": [asdict(b) for b in llm_steps(trace)]}
+    raise TraceError(f"{trace.source or 'trace'}: no labelled blocks (`{{mode}} n={{size}}` with a "
+                     "`peak n={size}`, or `decode b=N` / `prefill b=N`), as the sweep and LLM "
+                     "snippets write")
+
+
+def blocks_text(found: dict) -> str:
+    """What blocks_of found, as the lines analyze.py prints."""
+    if "sweep" in found:
+        s = found["sweep"]
+        lines = [f"sweep: peak {s['peak_tflops']:.0f} TFLOP/s ({s['peak_products']} products of n={s['peak_size']})",
+                 f"  {'block':>16} {'host/step':>10} {'wall/step':>10} {'GPU/step':>10} {'busy':>6} "
+                 f"{'TFLOP/s':>9} {'of peak':>8}  verdict"]
+        for p in s["points"]:
+            lines.append(f"  {p['mode'] + ' n=' + str(p['size']):>16} {p['cpu_us_per_step']:>8.1f}us "
+                         f"{p['wall_us_per_step']:>8.1f}us {p['gpu_us_per_step']:>8.1f}us "
+                         f"{p['gpu_busy_pct']:>5.1f}% {p['tflops']:>9.3g} "
+                         f"{100 * p['tflops'] / s['peak_tflops']:>7.2g}%  {p['verdict']}")
+        return "\n".join(lines)
+    lines = [f"steps: one line per batch size; per second: new tokens (decode) or prompts (prefill); "
+             f"gaps: GPU idle stretches of {GAP_MIN_US:g} us or more",
+             f"  {'phase':>7} {'batch':>6} {'ms/step':>8} {'per second':>10} {'busy':>6} {'idle ms':>8} "
+             f"{'gaps':>6} {'launches':>8}  verdict"]
+    for b in found["steps"]:
+        tokens_per_s = b["tokens_per_step"] / (b["ms_per_step"] / 1e3)
+        lines.append(f"  {b['phase']:>7} {b['batch']:>6} {b['ms_per_step']:>8.2f} {tokens_per_s:>10,.0f} "
+                     f"{b['gpu_busy_pct']:>5.1f}% {b['idle_ms_per_step']:>8.2f} {b['gaps_per_step']:>6.0f} "
+                     f"{b['launches_per_step']:>8.0f}  {b['verdict']}")
+    return "\n".join(lines)

@@ -145,3 +145,34 @@ def test_json_facts_are_those_of_a_full_load(which, gpu_trace, tmp_path):
     assert done.returncode == 0, done.stderr
     expected = json.loads(json.dumps(facts(load_trace(path)).to_dict()))
     assert json.loads(done.stdout) == expected
+
+
+def test_blocks_gives_the_sweep_per_block(tmp_path):
+    from scripts import blocks, catalog
+
+    trace = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192").trace_path
+    done = run(str(trace), "--blocks", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    sweep = blocks.sweep(load_trace(trace))
+    assert f"sweep: peak {sweep.peak_tflops:.0f} TFLOP/s" in done.stdout
+    lines = [line for line in done.stdout.splitlines() if line.strip().startswith(("eager n=", "compile n=", "graph n="))]
+    assert len(lines) == len(sweep.points)
+    eager64 = next(line for line in lines if line.split()[:2] == ["eager", "n=64"])
+    assert f"{sweep.point('eager', 64).cpu_us_per_step:.1f}us" in eager64
+
+
+def test_blocks_gives_llm_steps_per_batch_in_json(tmp_path):
+    from scripts import catalog
+
+    trace = catalog.get("05_llm_inference/decode_b1-8-64-256-1024-2048_p128_static_compile").trace_path
+    done = run(str(trace), "--blocks", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    steps = json.loads(done.stdout)["blocks"]["steps"]
+    assert [s["batch"] for s in steps] == [1, 8, 64, 256, 1024, 2048]
+    assert {s["phase"] for s in steps} == {"decode"}
+
+
+def test_blocks_on_a_trace_without_blocks_is_one_line_error(handmade_trace, tmp_path):
+    done = run(str(handmade_trace), "--blocks", cwd=tmp_path)
+    assert done.returncode == analyze.EXIT_BAD_INPUT
+    assert done.stderr.count("\n") == 1 and "no labelled blocks" in done.stderr
