@@ -122,7 +122,8 @@ def sweep(trace: Trace) -> Sweep:
 
     points = []
     for block, window in zip(blocks, block_facts):
-        mode, size = SWEEP_BLOCK.match(block.name).group(1), int(SWEEP_BLOCK.match(block.name).group(2))
+        mode, size = SWEEP_BLOCK.match(block.name).groups()
+        size = int(size)
         inside = step_events[bisect_left(step_starts, block.ts):bisect_left(step_starts, block.end)]
         steps = len(inside)
         if not steps:
@@ -183,7 +184,8 @@ def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
         grouped.setdefault(window.label, []).append((facts, _idle_stretches(trace, window)))
     result = []
     for name, measured in grouped.items():
-        phase, batch = LLM_STEP.match(name).group(1), int(LLM_STEP.match(name).group(2))
+        phase, batch = LLM_STEP.match(name).groups()
+        batch = int(batch)
         count = len(measured)
         span = sum(f.dur_us for f, _ in measured)
         busy = sum(f.gpu_busy_us for f, _ in measured)

@@ -74,6 +74,18 @@ def svg_size(svg: str) -> tuple[str, str]:
     return (match.group(1), match.group(2)) if match else ("900", "300")
 
 
+def zoomable_figure(site_path: str, svg: Path, alt: str, caption: str, css_class: str = "timeline") -> str:
+    """An SVG file published at `site_path`, shown as an <img> the lightbox zooms (it zooms images,
+    not inline SVG), its size reserved from the viewBox."""
+    width, height = svg_size(svg.read_text())
+    src = publish(site_path, svg)
+    return (
+        f'<figure class="{css_class}"><a class="glightbox" href="{src}" data-type="image">'
+        f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
+    )
+
+
 @dataclass
 class Run:
     """One frozen example, ready to be shown."""
@@ -151,7 +163,7 @@ class Run:
         """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only) of
         ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
-        from scripts.trace import TraceError, Window, select_window
+        from scripts.trace import select_window
 
         parts = [cache.file_digest(self.example.trace_path), str(step), str(max_kb), str(block),
                  cache.code_digest("timeline", "trace", "intervals", "analysis")]
@@ -160,28 +172,17 @@ class Run:
             from scripts.analysis import facts
             from scripts.timeline import SIZE_BUDGET_BYTES, render_timeline
 
-            if block is None:
-                window = select_window(self.trace, step=step)
-            else:
-                found = next((e for e in self.trace.by_kind.get("annotation", []) if e.name == block), None)
-                if found is None:
-                    raise TraceError(f"{self.example.key}: no annotation named {block!r}")
-                window = Window(found.ts, found.end, block)
+            window = select_window(self.trace, step=step, annotation=block)
             return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window),
                                    size_budget=max_kb * 1000 if max_kb else SIZE_BUDGET_BYTES)
 
         svg = cache.cached_text("timeline", parts, render, suffix=".svg")
-        width, height = svg_size(svg.read_text())
         name = self.example.tag + (f"_step{step}" if step is not None else "")
         name += "_" + re.sub(r"[^A-Za-z0-9]+", "-", block).strip("-") if block else ""
-        src = publish(f"timelines/{self.example.snippet}/{name}.svg", svg)
-        alt = f"Annotated timeline of {self.example.key}: CPU threads above, GPU streams below"
-        return (
-            f'<figure class="timeline"><a class="glightbox" href="{src}" data-type="image">'
-            f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
-            f"<figcaption>{escape(self.caption())}. Click to zoom; open the trace in Perfetto to "
-            f"explore it.</figcaption></figure>"
-        )
+        return zoomable_figure(
+            f"timelines/{self.example.snippet}/{name}.svg", svg,
+            f"Annotated timeline of {self.example.key}: CPU threads above, GPU streams below",
+            f"{self.caption()}. Click to zoom; open the trace in Perfetto to explore it.")
 
     def summary(self) -> str:
         """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash),

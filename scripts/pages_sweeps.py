@@ -23,19 +23,15 @@ from pathlib import Path
 from scripts import cache
 from scripts.analysis import short_name
 from scripts.blocks import BatchFacts, Sweep, SweepPoint
-from scripts.pages import Run, example, format_us, publish, svg_size
+from scripts.pages import Run, example, format_us, zoomable_figure
+from scripts.table import scrolling_table
 
 FACTS_CODE = ("blocks", "analysis", "trace", "intervals")
 
 
-def _figure(run: Run, name: str, svg_text_path: Path, alt: str, what: str) -> str:
-    width, height = svg_size(svg_text_path.read_text())
-    src = publish(f"plots/{run.example.snippet}/{name}.svg", svg_text_path)
-    return (
-        f'<figure class="timeline plot"><a class="glightbox" href="{src}" data-type="image">'
-        f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
-        f"<figcaption>{escape(what)} {escape(run.caption())}. Click to zoom.</figcaption></figure>"
-    )
+def _figure(run: Run, name: str, svg: Path, alt: str, what: str) -> str:
+    return zoomable_figure(f"plots/{run.example.snippet}/{name}.svg", svg, alt,
+                           f"{what} {run.caption()}. Click to zoom.", css_class="timeline plot")
 
 
 def _plot(run: Run, name: str, draw) -> Path:
@@ -53,20 +49,13 @@ def percent(value: float) -> str:
     return f"{value:.{digits}f}%"
 
 
-def _table(head: list[str], rows: list[list[str]], caption: str, first_col_is_header: bool = True) -> str:
+def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
     num = ' class="num"'
     thead = "".join(f'<th scope="col"{"" if i == 0 else num}>{escape(h)}</th>' for i, h in enumerate(head))
-    body = []
-    for row in rows:
-        cells = [f'<th scope="row">{row[0]}</th>' if first_col_is_header else f"<td>{row[0]}</td>"]
-        cells += [f'<td class="num">{cell}</td>' for cell in row[1:]]
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        # Numbers only: kept out of the search index, which every page downloads.
-        '<div class="prof-table" data-search-exclude><div class="prof-scroll" tabindex="0" role="region" '
-        f'aria-label="{escape(caption)}, scrolls sideways"><table class="prof"><caption>{escape(caption)}</caption>'
-        f'<thead><tr>{thead}</tr></thead><tbody>{"".join(body)}</tbody></table></div></div>'
-    )
+    body = "".join("<tr>" + f'<th scope="row">{row[0]}</th>' + "".join(f'<td class="num">{cell}</td>' for cell in row[1:])
+                   + "</tr>" for row in rows)
+    return scrolling_table(f'<table class="prof"><caption>{escape(caption)}</caption><thead><tr>{thead}</tr>'
+                           f"</thead><tbody>{body}</tbody></table>", caption, searchable=False)
 
 
 # --- the matmul + add sweep ----------------------------------------------------------------------

@@ -121,10 +121,18 @@ def render_table(table: ProfilerTable, caption: str = "") -> str:
     # The totals are what to read first, so they also stand below the table, outside the part
     # that scrolls sideways.
     totals = " · ".join(f"{escape(label)}: <strong>{escape(value)}</strong>" for label, value in table.totals)
-    return (
-        '<div class="prof-table">'
-        '<div class="prof-scroll" tabindex="0" role="region" aria-label="profiler table, scrolls sideways">'
+    return scrolling_table(
         f'<table class="prof">{caption_html}<thead><tr>{"".join(head)}</tr></thead>'
-        f'<tbody>{"".join(body)}</tbody><tfoot>{foot}</tfoot></table></div>'
-        f'<p class="prof-totals">{totals}</p></div>'
+        f'<tbody>{"".join(body)}</tbody><tfoot>{foot}</tfoot></table>',
+        "profiler table", after=f'<p class="prof-totals">{totals}</p>')
+
+
+def scrolling_table(table_html: str, label: str, after: str = "", searchable: bool = True) -> str:
+    """A table in the box that scrolls sideways on narrow screens (keyboard-reachable, labelled),
+    with `after` below the scrolling part. Tables of numbers only can stay out of the search
+    index, which every page downloads."""
+    exclude = "" if searchable else " data-search-exclude"
+    return (
+        f'<div class="prof-table"{exclude}><div class="prof-scroll" tabindex="0" role="region" '
+        f'aria-label="{escape(label)}, scrolls sideways">{table_html}</div>{after}</div>'
     )

@@ -985,14 +985,21 @@ class Window:
         return self.end - self.start
 
 
-def select_window(trace: Trace, step: int | None = None, window: tuple[float, float] | None = None) -> Window:
-    """The range to study: an explicit window, ProfilerStep#`step`, or by default the first
-    profiled step (the whole trace when it has no steps). Raises TraceError if `step` is absent."""
+def select_window(trace: Trace, step: int | None = None, window: tuple[float, float] | None = None,
+                  annotation: str | None = None) -> Window:
+    """The range to study: an explicit window, ProfilerStep#`step`, the first host annotation named
+    `annotation` (a sweep's `eager n=64`), or by default the first profiled step (the whole trace
+    when it has no steps). Raises TraceError if the step or annotation is absent."""
     if window is not None:
         start, end = window
         if end <= start:
             raise TraceError(f"window {start}:{end} is empty (END must be after START)")
         return Window(float(start), float(end), f"{start:g}-{end:g} us")
+    if annotation is not None:
+        found = next((e for e in trace.by_kind.get("annotation", []) if e.name == annotation), None)
+        if found is None:
+            raise TraceError(f"{trace.source or 'trace'}: no annotation named {annotation!r}")
+        return Window(found.ts, found.end, annotation)
     steps = trace.steps
     if step is not None:
         for event in steps:
