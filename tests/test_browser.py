@@ -336,7 +336,12 @@ def test_timelines_render_in_light_and_dark_schemes(visit):
 def test_search_finds_a_post_by_a_word_of_its_profiler_output(visit):
     page = visit().open("")
     # a kernel family that the posts' tables print; several posts do, so any of them is a hit
-    page.locator("input.md-search__input").fill("nvjet")
+    box, meta = page.locator("input.md-search__input"), page.locator(".md-search-result__meta")
+    box.click()
+    # the worker has built its index once the meta line leaves "Initializing search"; typing after
+    # that is what a reader does, and the order in which a keyup-less `fill` finds nothing
+    meta.filter(has_not_text=re.compile("^Initializing")).wait_for(timeout=30_000)
+    box.press_sequentially("nvjet")  # key by key: Material reads the query on keyup
     hit = page.locator(".md-search-result__item a[href*='blog/']").first
     hit.wait_for()
     assert re.search(r"blog/(matmul-add|matmul-add-sweep|linear-mlp|attention|llm-inference)/", hit.get_attribute("href"))
