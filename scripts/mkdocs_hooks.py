@@ -11,20 +11,28 @@ import logging
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import urljoin
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
     sys.path.insert(0, str(ROOT))
 
 from mkdocs.exceptions import PluginError  # noqa: E402
+from mkdocs.plugins import event_priority  # noqa: E402
 
 from scripts import catalog, freeze, notebooks, pages  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.freeze")
 
 
+FEED_IMAGE = "assets/logo.png"  # scripts/logo.py
+
+
+@event_priority(100)  # before the RSS plugin reads its config
 def on_config(config):
     pages.SITE.site_url = config.site_url or ""
+    # The plugin writes <url>None</url> for a feed without an image; RSS wants an absolute URL.
+    config.plugins["rss"].config.image = urljoin(config.site_url or "", FEED_IMAGE)
     # The Notebooks section of the nav lists every notebook of scripts/notebooks.py.
     for section in config.nav or []:
         if isinstance(section, dict) and isinstance(section.get("Notebooks"), list):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from email.utils import parsedate_to_datetime
@@ -15,6 +16,7 @@ import pytest
 import yaml
 from mkdocs.utils.meta import get_data
 
+from scripts import logo
 from tests.conftest import ROOT
 from tests.test_release import Site
 
@@ -87,6 +89,44 @@ def test_rss_feed_lists_each_post_with_its_date_and_categories(site, posts):
         assert parsedate_to_datetime(item.findtext("pubDate")).date() == post["date"]
         assert {c.text for c in item.iter("category")} == set(post["categories"])
         assert item.findtext("description") == post["description"]
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_rss_feed_has_the_sites_png_logo_as_its_image(site):
+    channel = ET.parse(site.root / "feed_rss_created.xml").getroot().find("channel")
+    image = channel.find("image")
+    url = image.findtext("url")
+    assert url.startswith(site.root_url), f"the feed's image is not on the site: {url}"
+    file, _ = site.target(site.root / "index.html", url)
+    width, height = png_size(file.read_bytes())
+    assert width <= 144 and height <= 400  # RSS 2.0's limits for a channel image
+    assert image.findtext("title") == channel.findtext("title")
+    assert image.findtext("link") == channel.findtext("link")
+
+
+def test_every_page_announces_the_feed_and_shows_the_logo(site):
+    pages = [p for p in site.root.rglob("index.html")]
+    assert len(pages) >= 6
+    for page in pages:
+        tags = site.elements(page).tags
+        feeds = [site.target(page, a["href"])[0] for t, a in tags
+                 if t == "link" and a.get("rel") == "alternate" and a.get("type") == "application/rss+xml"]
+        assert site.root / "feed_rss_created.xml" in feeds, f"{page}: no link to the feed"
+        icons = [site.target(page, a["href"])[0] for t, a in tags if t == "link" and a.get("rel") == "icon"]
+        assert icons == [site.root / "assets" / "logo.svg"], f"{page}: favicon {icons}"
+
+
+def test_the_committed_logo_is_what_scripts_logo_draws(tmp_path):
+    written = logo.write(tmp_path)
+    for path in written:
+        committed = ROOT / "docs" / "assets" / path.name
+        assert committed.read_bytes() == path.read_bytes(), f"{committed.name}: run python -m scripts.logo"
+    assert png_size(written[1].read_bytes()) == (logo.PNG_PIXELS, logo.PNG_PIXELS)
+    ET.fromstring(written[0].read_text())  # well-formed SVG
 
 
 def test_pages_workflow_builds_strict_with_the_public_url(tmp_path):
