@@ -673,16 +673,23 @@ def _read_segment_json(buf: str, start: int, end: int, builder: _Builder) -> Non
         builder.add_raw(raw)
 
 
-def _open_bytes(path: Path):
-    """A binary stream of the file's JSON text (gunzipped when the content is gzip)."""
+@contextmanager
+def _readable(path: Path):
+    """A file that cannot be opened or read, as a one-line TraceError."""
     try:
-        handle = path.open("rb")
+        yield
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise TraceError(f"{path}: is a directory, not a trace file") from None
     except OSError as err:
         raise TraceError(f"{path}: cannot read ({err.strerror})") from None
+
+
+def _open_bytes(path: Path):
+    """A binary stream of the file's JSON text (gunzipped when the content is gzip)."""
+    with _readable(path):
+        handle = path.open("rb")
     if handle.read(2) == b"\x1f\x8b":
         handle.seek(0)
         return handle, _Gunzip(handle)
@@ -918,14 +925,8 @@ def _parse_events(stream: _Stream, builder: _Builder) -> None:
 
 def read_json(path: Path) -> dict:
     """Read `.json` or `.json.gz` (by content, not by name) into a dict, or raise TraceError."""
-    try:
+    with _readable(path):
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, not a trace file") from None
-    except OSError as err:
-        raise TraceError(f"{path}: cannot read ({err.strerror})") from None
     if raw[:2] == b"\x1f\x8b":
         import gzip  # only here: load_trace decompresses with zlib itself
 

@@ -1,8 +1,8 @@
 """Part 4's LLM inference snippet and the matmul+add sweep run on the CPU at a small size.
 
-As in test_snippets_parts23.py, the profiled runs share one subprocess of the venv's python, which
-loads each snippet and calls its main() with one case's arguments: torch, transformers and the
-profiler's first start are paid once (about 10 s on two cores), each tiny run then takes a second.
+The profiled runs share one subprocess (tests/snippet_runs.py), which loads each snippet and calls
+its main() with one case's arguments: torch, transformers and the profiler's first start are paid
+once (about 10 s on two cores), each tiny run then takes a second.
 The LLM runs use the catalog's arguments for their example (so their outputs carry the catalog's
 names) on a Llama-style model small enough for the CPU.
 
@@ -18,7 +18,6 @@ compiling, with torch.compile standing in as the identity; CUDA graphs only on a
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 import subprocess
@@ -30,6 +29,7 @@ from scripts import catalog, freeze
 from scripts.table import parse_table
 from scripts.trace import load_trace
 from tests.conftest import ROOT
+from tests.snippet_runs import run_on_cpu, written
 
 torch = pytest.importorskip("torch")
 
@@ -74,57 +74,22 @@ SWEEP_CASES = {
     "sweep_fast_upto": ("01_matmul_add_sweep", FAST_UPTO, "sweep_fp32_16-32"),
 }
 CASES = {**(LLM_CASES if HAVE_TRANSFORMERS else {}), **SWEEP_CASES}
-IDENTITY_COMPILE = {"sweep_fast_upto"}  # torch.compile(fn) returns fn: the blocks, not Inductor, are tested
-
-# Runs in the subprocess: each case in turn, its stdout kept, an exception recorded, not raised.
-DRIVER = r"""
-import contextlib, io, json, runpy, sys, time, traceback
-import torch
-cases, results = json.loads(sys.argv[1]), {}
-real_compile = torch.compile
-for name, (script, argv, identity_compile) in cases.items():
-    main = runpy.run_path(script)["main"]  # not run as __main__: defines main() only
-    stdout, started, error = io.StringIO(), time.perf_counter(), ""
-    torch.compile = (lambda fn, **options: fn) if identity_compile else real_compile
-    try:
-        with contextlib.redirect_stdout(stdout):
-            main(argv)
-    except BaseException:  # SystemExit included: one case must not hide the others
-        error = traceback.format_exc()
-    finally:
-        torch.compile = real_compile
-    results[name] = {"stdout": stdout.getvalue(), "error": error, "seconds": time.perf_counter() - started}
-print(json.dumps(results))
-"""
+IDENTITY_COMPILE = frozenset({"sweep_fast_upto"})  # torch.compile(fn) returns fn: the blocks, not Inductor, are tested
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Every case, run once on the CPU; name -> its output folder, stdout, error and seconds."""
-    root = tmp_path_factory.mktemp("cpu_runs_part4")
-    cases = {
-        name: (str(SNIPPETS / f"{snippet}.py"), ["--device", "cpu", "--trace_dir", str(root / name), *args],
-               name in IDENTITY_COMPILE)
-        for name, (snippet, args, _) in CASES.items()
-    }
-    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(cases)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    for name, result in results.items():
-        result["dir"] = root / name
-    return results
+    return run_on_cpu(CASES, tmp_path_factory.mktemp("cpu_runs_part4"), timeout=300,
+                      identity_compile=IDENTITY_COMPILE)
 
 
 def outputs(runs, name):
-    """The case's trace, table and report text, after checking that it ran and wrote exactly those."""
-    result = runs[name]
-    assert not result["error"], result["error"]
-    stem = CASES[name][2]
-    assert sorted(p.name for p in result["dir"].iterdir()) == [f"{stem}.json", f"{stem}.txt"]
-    text = (result["dir"] / f"{stem}.txt").read_text()
-    assert result["stdout"] == text + f"wrote {result['dir'] / stem}.json and .txt\n"
-    return load_trace(result["dir"] / f"{stem}.json"), parse_table(text), text
+    """The case's trace, table and report text, after checking that it ran, wrote exactly those,
+    and printed the report and where it wrote it."""
+    stem, text = written(runs, CASES, name)
+    assert runs[name]["stdout"] == text + f"wrote {stem}.json and .txt\n"
+    return load_trace(stem.parent / f"{stem.name}.json"), parse_table(text), text
 
 
 def load_snippet(stem):

@@ -1,8 +1,8 @@
 """The snippets of Parts 2 and 3 run on the CPU at a small size and write a valid trace and table.
 
 Every profiled run pays torch's import and the profiler's first start (which imports
-torch._inductor): about 6 s per process on two cores. So the runs share one subprocess of the
-venv's python, which loads each snippet and calls its main() with the arguments of one case; a
+torch._inductor): about 6 s per process on two cores. So the runs share one subprocess
+(tests/snippet_runs.py), which loads each snippet and calls its main() with one case's arguments; a
 single run through the real command line checks the exit status of an unavailable backend.
 torch.compile is not run by default: on the CPU it generates and compiles C++, 12 s for the linear
 layer and 15 s for the MLP with empty caches (6 s eager); the GPU refresh runs every compiled
@@ -11,7 +11,6 @@ example, and SNIPPET_TESTS_COMPILE=1 runs them here too.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from scripts import freeze
 from scripts.table import parse_table
 from scripts.trace import load_trace
 from tests.conftest import ROOT
+from tests.snippet_runs import run_on_cpu, written
 
 pytest.importorskip("torch")
 
@@ -45,50 +45,18 @@ CASES = {
     },
 }
 
-# Runs in the subprocess: each case in turn, its stdout kept, an exception recorded, not raised.
-DRIVER = r"""
-import contextlib, io, json, runpy, sys, time, traceback
-cases, results = json.loads(sys.argv[1]), {}
-for name, (script, argv) in cases.items():
-    main = runpy.run_path(script)["main"]  # not run as __main__: defines main() only
-    stdout, started, error = io.StringIO(), time.perf_counter(), ""
-    try:
-        with contextlib.redirect_stdout(stdout):
-            main(argv)
-    except BaseException:  # SystemExit included: one case must not hide the others
-        error = traceback.format_exc()
-    results[name] = {"stdout": stdout.getvalue(), "error": error, "seconds": time.perf_counter() - started}
-print(json.dumps(results))
-"""
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Every case, run once on the CPU; name -> its output folder, stdout, error and seconds."""
-    root = tmp_path_factory.mktemp("cpu_runs")
-    cases = {
-        name: (str(SNIPPETS / f"{snippet}.py"), ["--device", "cpu", "--trace_dir", str(root / name), *args])
-        for name, (snippet, args, _) in CASES.items()
-    }
-    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(cases)],
-                          capture_output=True, text=True, timeout=240, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    for name, result in results.items():
-        result["dir"] = root / name
-    return results
+    return run_on_cpu(CASES, tmp_path_factory.mktemp("cpu_runs"), timeout=240)
 
 
 def outputs(runs, name):
     """The case's trace and table, after checking that it ran and wrote exactly those."""
-    result = runs[name]
-    assert not result["error"], result["error"]
-    stem = CASES[name][2]
-    assert sorted(p.name for p in result["dir"].iterdir()) == [f"{stem}.json", f"{stem}.txt"]
-    trace = load_trace(result["dir"] / f"{stem}.json")
+    stem, text = written(runs, CASES, name)
+    trace = load_trace(stem.parent / f"{stem.name}.json")
     assert [s.name for s in trace.steps] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
-    table = parse_table((result["dir"] / f"{stem}.txt").read_text())
-    return trace, table
+    return trace, parse_table(text)
 
 
 def names(trace):
