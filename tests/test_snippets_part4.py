@@ -397,7 +397,7 @@ def test_sweep_on_the_gpu_replays_one_graph_per_step(tmp_path):
     for label in ("graph n=16", "graph n=32"):
         assert len(within(trace, annotations(trace, label)[0], "cudaGraphLaunch")) == 3, label
     peak, blocks = summary(text)
-    assert re.fullmatch(r"peak: \d+\.\d TFLOP/s \(bf16 matmul n=1024, host clock\)", peak)
+    assert re.fullmatch(r"peak: [\d.e+-]+ TFLOP/s \(bf16 matmul n=1024 on cuda, host clock\)", peak), peak
     assert list(blocks) == labels and all(share.endswith("%") for *_, share in blocks.values())
 
 
