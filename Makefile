@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve site test refresh check notebooks bench-site lighthouse clean
+.PHONY: serve site test test-gpu refresh check notebooks bench-site lighthouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,13 @@ refresh:
 
 check:
 	$(PYTHON) -m scripts check
+
+# On a GPU machine: the snippet tests that CI cannot run (CUDA graphs, our Triton kernel,
+# torch.compile) beside the CPU ones. Needs pytest beside torch, no docs tooling.
+test-gpu:
+	$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'test-gpu: no CUDA GPU on this machine')"
+	SNIPPET_TESTS_COMPILE=1 $(PYTHON) -m pytest -q -p no:cacheprovider -rs \
+		tests/test_snippets.py tests/test_snippets_parts23.py tests/test_snippets_part4.py
 
 # The companion notebooks under docs/notebooks/, written from scripts/notebooks.py and the frozen
 # runs (standard library only; nothing runs a snippet).
