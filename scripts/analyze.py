@@ -20,7 +20,7 @@ if not __package__:  # run as a file path: make the `scripts` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.analysis import TIMES_ONLY_KINDS, TraceFacts, facts, summary_text  # noqa: E402
-from scripts.blocks import blocks_of, blocks_text  # noqa: E402
+from scripts.blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
 from scripts.trace import Trace, TraceError, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
@@ -96,10 +96,11 @@ def _report(number: int, path: Path, args: argparse.Namespace, svg_path: Path | 
             raise
         return _fail(f"{path}: cannot analyze this trace ({type(err).__name__}: {err})")
     if args.json:
-        print(json.dumps({**trace_facts.to_dict(), **({"blocks": found} if found else {})}))
+        blocks = {} if found is None else {"blocks": blocks_json(found)}
+        print(json.dumps({**trace_facts.to_dict(), **blocks}))
     else:
         print(("\n" if number else "") + summary_text(trace_facts))
-        if found:
+        if found is not None:
             print(blocks_text(found))
     return 0
 

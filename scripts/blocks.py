@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from scripts.analysis import WindowFacts, facts_of_windows
 from scripts.intervals import gaps
@@ -209,43 +209,46 @@ def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
     return result
 
 
-# --- as text, for scripts/analyze.py --blocks ----------------------------------------------------
+# --- for scripts/analyze.py --blocks ------------------------------------------------------------
 
 
-def blocks_of(trace: Trace) -> dict:
-    """The labelled blocks this trace holds, as JSON-ready facts: {"sweep": ...} for the matmul
-    sweep, {"steps": [...]} for LLM steps. Raises TraceError when it holds neither."""
-    from dataclasses import asdict
-
+def blocks_of(trace: Trace) -> Sweep | list[BatchFacts]:
+    """The labelled blocks this trace holds: the matmul sweep, or the LLM steps per batch size.
+    Raises TraceError when it holds neither."""
     if _annotations(trace, PEAK_BLOCK):
-        return {"sweep": asdict(sweep(trace))}
+        return sweep(trace)
     if _annotations(trace, LLM_STEP):
-        return {"steps": [asdict(b) for b in llm_steps(trace)]}
+        return llm_steps(trace)
     raise TraceError(f"{trace.source or 'trace'}: no labelled blocks (`{{mode}} n={{size}}` with a "
                      "`peak n={size}`, or `decode b=N` / `prefill b=N`), as the sweep and LLM "
                      "snippets write")
 
 
-def blocks_text(found: dict) -> str:
+def blocks_json(found: Sweep | list[BatchFacts]) -> dict:
+    """What blocks_of found, JSON-ready: {"sweep": ...} or {"steps": [...]}."""
+    if isinstance(found, Sweep):
+        return {"sweep": asdict(found)}
+    return {"steps": [asdict(b) for b in found]}
+
+
+def blocks_text(found: Sweep | list[BatchFacts]) -> str:
     """What blocks_of found, as the lines analyze.py prints."""
-    if "sweep" in found:
-        s = found["sweep"]
-        lines = [f"sweep: peak {s['peak_tflops']:.0f} TFLOP/s ({s['peak_products']} products of n={s['peak_size']})",
+    if isinstance(found, Sweep):
+        lines = [f"sweep: peak {found.peak_tflops:.0f} TFLOP/s ({found.peak_products} products of n={found.peak_size})",
                  f"  {'block':>16} {'host/step':>10} {'wall/step':>10} {'GPU/step':>10} {'busy':>6} "
                  f"{'TFLOP/s':>9} {'of peak':>8}  verdict"]
-        for p in s["points"]:
-            lines.append(f"  {p['mode'] + ' n=' + str(p['size']):>16} {p['cpu_us_per_step']:>8.1f}us "
-                         f"{p['wall_us_per_step']:>8.1f}us {p['gpu_us_per_step']:>8.1f}us "
-                         f"{p['gpu_busy_pct']:>5.1f}% {p['tflops']:>9.3g} "
-                         f"{100 * p['tflops'] / s['peak_tflops']:>7.2g}%  {p['verdict']}")
+        for p in found.points:
+            lines.append(f"  {p.mode + ' n=' + str(p.size):>16} {p.cpu_us_per_step:>8.1f}us "
+                         f"{p.wall_us_per_step:>8.1f}us {p.gpu_us_per_step:>8.1f}us "
+                         f"{p.gpu_busy_pct:>5.1f}% {p.tflops:>9.3g} "
+                         f"{found.share_of_peak(p):>7.2g}%  {p.verdict}")
         return "\n".join(lines)
     lines = [f"steps: one line per batch size; per second: new tokens (decode) or prompts (prefill); "
              f"gaps: GPU idle stretches of {GAP_MIN_US:g} us or more",
              f"  {'phase':>7} {'batch':>6} {'ms/step':>8} {'per second':>10} {'busy':>6} {'idle ms':>8} "
              f"{'gaps':>6} {'launches':>8}  verdict"]
-    for b in found["steps"]:
-        tokens_per_s = b["tokens_per_step"] / (b["ms_per_step"] / 1e3)
-        lines.append(f"  {b['phase']:>7} {b['batch']:>6} {b['ms_per_step']:>8.2f} {tokens_per_s:>10,.0f} "
-                     f"{b['gpu_busy_pct']:>5.1f}% {b['idle_ms_per_step']:>8.2f} {b['gaps_per_step']:>6.0f} "
-                     f"{b['launches_per_step']:>8.0f}  {b['verdict']}")
+    for b in found:
+        lines.append(f"  {b.phase:>7} {b.batch:>6} {b.ms_per_step:>8.2f} {b.tokens_per_s:>10,.0f} "
+                     f"{b.gpu_busy_pct:>5.1f}% {b.idle_ms_per_step:>8.2f} {b.gaps_per_step:>6.0f} "
+                     f"{b.launches_per_step:>8.0f}  {b.verdict}")
     return "\n".join(lines)
