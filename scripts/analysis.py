@@ -26,9 +26,10 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from itertools import chain, compress, islice, repeat
+from itertools import compress, repeat
 from operator import add, and_, attrgetter, eq, gt, is_not, lt, sub
 
+from scripts.intervals import Merged, covered, intersection, union_of_times
 from scripts.trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
 
 # HTA's `consecutive_kernel_delay` default: a gap shorter than this between two activities on a
@@ -201,10 +202,15 @@ def facts(trace: Trace, step: int | None = None, window: Window | tuple[float, f
         return _facts(trace, step, window)
 
 
-def _facts(trace: Trace, step, window) -> TraceFacts:
+def _check_loaded(trace: Trace) -> None:
+    """The facts read the events of every kind but TIMES_ONLY_KINDS: those must not be skipped."""
     missing = sorted(set(trace.skipped) - TIMES_ONLY_KINDS)
     if missing:
         raise ValueError(f"the facts need the {', '.join(missing)} events that loading skipped")
+
+
+def _facts(trace: Trace, step, window) -> TraceFacts:
+    _check_loaded(trace)
     index = _TraceIndex(trace)
     focus = _focus_window(trace, step, window)
     steps = [Window(s.ts, s.end, s.name) for s in trace.steps]
@@ -225,9 +231,7 @@ def _facts(trace: Trace, step, window) -> TraceFacts:
 
 def facts_of_windows(trace: Trace, windows: list[Window], top: int = 0) -> list[WindowFacts]:
     """The facts of many windows of one trace, its index built once (a sweep has dozens)."""
-    missing = sorted(set(trace.skipped) - TIMES_ONLY_KINDS)
-    if missing:
-        raise ValueError(f"the facts need the {', '.join(missing)} events that loading skipped")
+    _check_loaded(trace)
     with paused_gc():
         index = _TraceIndex(trace)
         return [window_facts(index, window, top=top) for window in windows]
@@ -251,9 +255,6 @@ def kernel_kind(name: str, kind: str = "kernel") -> str:
     return "compute" if not _NOT_COMPUTE.match(name) else "other"
 
 
-# Merged intervals as two lists, their starts and their ends: sorted, disjoint, not touching.
-Merged = tuple[list[float], list[float]]
-
 GAP_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
 
@@ -271,7 +272,7 @@ class _TraceIndex:
         self._launches()
         self.trace_end = trace.end_us
         self.host_work = _host_work(trace)
-        self.host_wait = _intersection(self.host_work, _host_waits(trace))
+        self.host_wait = intersection(self.host_work, _host_waits(trace))
 
     def _activities(self, trace: Trace) -> None:
         events = trace.gpu_activities
@@ -297,7 +298,7 @@ class _TraceIndex:
         self.stream_of = _arg_or(args, "stream", events, "tid")
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {
-            device: _union_of_times(*_where(self.device_of, device, self.starts, self.ends))
+            device: union_of_times(*_where(self.device_of, device, self.starts, self.ends))
             for device in self.devices
         }
 
@@ -384,7 +385,7 @@ def _host_work(trace: Trace) -> Merged:
         kind_starts, kind_durations = trace.times(kind)
         starts += kind_starts
         durations += kind_durations
-    return _union_of_times(starts, list(map(add, starts, durations)))
+    return union_of_times(starts, list(map(add, starts, durations)))
 
 
 def _host_waits(trace: Trace) -> Merged:
@@ -399,7 +400,7 @@ def _host_waits(trace: Trace) -> Merged:
             if is_wait:
                 calls.append(event)
     starts = list(map(attrgetter("ts"), calls))
-    return _union_of_times(starts, list(map(add, starts, map(attrgetter("dur"), calls))))
+    return union_of_times(starts, list(map(add, starts, map(attrgetter("dur"), calls))))
 
 
 def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> WindowFacts:
@@ -408,9 +409,9 @@ def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> 
     starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds[lo:hi]
     merged = _union_of(starts, ends)
     n_gpus = max(len(index.devices), 1)
-    busy = sum((_covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
-    cpu_work = _covered(index.host_work, window.start, window.end)
-    cpu_wait = _covered(index.host_wait, window.start, window.end)
+    busy = sum((covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
+    cpu_work = covered(index.host_work, window.start, window.end)
+    cpu_wait = covered(index.host_wait, window.start, window.end)
     idle_by_stream = _idle_by_stream(index, window)
     busy_pct = _pct(busy, window.dur * n_gpus)
     return WindowFacts(
@@ -455,7 +456,7 @@ class _Union:
 def _union_of(starts: list[float], ends: list[float]) -> _Union | None:
     if not starts:
         return None
-    return _Union(_union_of_times(starts, ends), min(starts), max(ends))
+    return _Union(union_of_times(starts, ends), min(starts), max(ends))
 
 
 def _kernel_span(merged: _Union | None) -> KernelSpan | None:
@@ -475,7 +476,7 @@ def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], kind
         return None
     span = merged.end - merged.start
     busy = merged.busy
-    compute_starts, compute_ends = _union_of_times(*_where(kinds, "compute", starts, ends))
+    compute_starts, compute_ends = union_of_times(*_where(kinds, "compute", starts, ends))
     compute = sum(map(sub, compute_ends, compute_starts))
     idle = span - busy
     return TemporalBreakdown(
@@ -624,50 +625,6 @@ def _notes(trace: Trace, index: _TraceIndex) -> list[str]:
         notes.append(f"{len(index.devices)} GPUs in one trace: busy percentages are averaged over "
                      "them; the temporal breakdown merges them, as HTA does per trace file")
     return notes
-
-
-# --- interval helpers over merged (sorted, disjoint) interval lists ------------------------------
-
-
-def _covered(merged: Merged, start: float, end: float) -> float:
-    """How much of [start, end] the merged intervals cover: the sum, in order, of the parts of
-    the ones that overlap it (only the first and the last can stick out)."""
-    starts, ends = merged
-    first, last = bisect_right(ends, start), bisect_left(starts, end) - 1  # those that overlap
-    if first > last:
-        return 0.0
-    if first == last:
-        return min(ends[first], end) - max(starts[first], start)
-    inner = map(sub, ends[first + 1:last], starts[first + 1:last])
-    return sum(chain((ends[first] - max(starts[first], start),), inner,
-                     (min(ends[last], end) - starts[last],)), 0.0)
-
-
-def _intersection(a: Merged, b: Merged) -> Merged:
-    """The parts covered by both merged lists (b the shorter one, as a rule)."""
-    starts, ends = [], []
-    for b_start, b_end in zip(*b):
-        first, last = bisect_right(a[1], b_start), bisect_left(a[0], b_end)
-        for a_start, a_end in zip(a[0][first:last], a[1][first:last]):
-            starts.append(max(a_start, b_start))
-            ends.append(min(a_end, b_end))
-    return starts, ends
-
-
-def _union_of_times(starts: list[float], ends: list[float]) -> Merged:
-    """The union of the intervals [starts[i], ends[i]]: touching ones merged, empty ones
-    dropped. With the starts and the ends sorted apart, S and E: a merged interval begins at
-    S[i] when E[i - 1] < S[i] (the i intervals that start first have all ended: no other can
-    end before S[i]), and ends at E[j - 1] when the next one begins at S[j]."""
-    nonempty = list(map(lt, starts, ends))
-    if not all(nonempty):
-        starts, ends = list(compress(starts, nonempty)), list(compress(ends, nonempty))
-    if not starts:
-        return [], []
-    starts, ends = sorted(starts), sorted(ends)
-    firsts = list(compress(range(1, len(starts)), map(lt, ends, islice(starts, 1, None))))
-    return ([starts[0], *map(starts.__getitem__, firsts)],
-            [*map(ends.__getitem__, map(sub, firsts, repeat(1))), ends[-1]])
 
 
 # --- the summary ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from scripts import analysis
+from scripts import analysis, intervals
 from scripts.analysis import (
     StreamIdle,
     facts,
@@ -220,9 +220,9 @@ def test_interval_unions_and_coverage_match_a_plain_sweep():
         starts = [rng.choice([float(rng.randint(0, 30)), rng.uniform(0, 30)])
                   for _ in range(rng.randint(0, 12))]
         ends = [s + rng.choice([0.0, -1.0, 1.0, 2.5, rng.uniform(0, 6)]) for s in starts]
-        merged = analysis._union_of_times(starts, ends)
+        merged = intervals.union_of_times(starts, ends)
         assert merged == plain_union(starts, ends)
         for _ in range(4):
             start = rng.uniform(-2, 32)
             end = start + rng.uniform(0, 12)
-            assert analysis._covered(merged, start, end) == plain_covered(merged, start, end)
+            assert intervals.covered(merged, start, end) == plain_covered(merged, start, end)
