@@ -48,6 +48,14 @@ def write_json(path: Path, data, **dump_args) -> Path:
     return path
 
 
+def synth_file(folder: Path, style: str, layout: str) -> Path:
+    """A synthetic trace of SYNTH_SPECS[style], as Kineto writes it (gzipped) or compacted."""
+    data = synth_trace(SYNTH_SPECS[style])
+    if layout == "kineto":
+        return write_trace(data, folder / "t.json.gz")
+    return write_json(folder / "t.json", data, separators=(",", ":"))
+
+
 SYNTH_SPECS = {
     "cuda": Spec(steps=2, ops_per_step=30, streams=(7, 20), nccl_every=5, memcpy_every=7,
                  graph_every=11, driver_every=3, with_stack=True),
@@ -59,11 +67,7 @@ SYNTH_SPECS = {
 @pytest.mark.parametrize("style", sorted(SYNTH_SPECS))
 @pytest.mark.parametrize("layout", ["kineto", "compact"])
 def test_streamed_events_equal_a_json_read(tmp_path, style, layout, small_chunks):
-    data = synth_trace(SYNTH_SPECS[style])
-    if layout == "kineto":
-        path = write_trace(data, tmp_path / "t.json.gz")
-    else:
-        path = write_json(tmp_path / "t.json", data, separators=(",", ":"))
+    path = synth_file(tmp_path, style, layout)
     trace = assert_same_as_json_read(path)
     assert trace.has_gpu_activity and len(trace.steps) == 2
 
@@ -190,11 +194,7 @@ LEAN = frozenset({"python", "cpu_op"})
 @pytest.mark.parametrize("style", sorted(SYNTH_SPECS))
 @pytest.mark.parametrize("layout", ["kineto", "compact"])
 def test_skipped_kinds_keep_their_count_and_times(tmp_path, style, layout, small_chunks):
-    data = synth_trace(SYNTH_SPECS[style])
-    if layout == "kineto":
-        path = write_trace(data, tmp_path / "t.json.gz")
-    else:
-        path = write_json(tmp_path / "t.json", data, separators=(",", ":"))
+    path = synth_file(tmp_path, style, layout)
     full, lean = load_trace(path), load_trace(path, skip_kinds=LEAN)
     assert as_rows(lean) == [row for row in as_rows(full) if row[1] not in LEAN]
     assert as_rows(build_trace(read_json(path), skip_kinds=LEAN)) == as_rows(lean)
