@@ -20,7 +20,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from html import escape
 from pathlib import Path
 
@@ -361,6 +361,16 @@ _MERMAID = re.compile(r'<script type="module">\s*document\.addEventListener\("DO
 _PYGMENTS_LIST = re.compile(r"<style>\s*\['pre \{ line-height.*?'\]\s*</style>", re.S)  # a list's repr, a duplicate
 
 
+@lru_cache(maxsize=1)
+def _jupyter_css() -> tuple[Path, str]:
+    """mkdocs-jupyter's JupyterLab stylesheet, and the <style> element it inlines it as (read
+    once per build, not once per notebook page)."""
+    import mkdocs_jupyter
+
+    css_file = Path(mkdocs_jupyter.__file__).parent / "templates" / "mkdocs_html" / "assets" / "index.css"
+    return css_file, f'<style type="text/css">\n{css_file.read_text(encoding="utf-8")}</style>'
+
+
 def notebook_html(html: str) -> str:
     """A notebook page as mkdocs-jupyter renders it, made lighter: its 570 kB JupyterLab stylesheet
     becomes one file that every notebook page shares (and the browser caches) instead of a copy
@@ -369,10 +379,7 @@ def notebook_html(html: str) -> str:
 
     The code and its outputs stay out of the search index (every page loads it): the outputs are
     the tables the posts already show, and the index would otherwise grow by half."""
-    import mkdocs_jupyter
-
-    css_file = Path(mkdocs_jupyter.__file__).parent / "templates" / "mkdocs_html" / "assets" / "index.css"
-    inline = f'<style type="text/css">\n{css_file.read_text(encoding="utf-8")}</style>'
+    css_file, inline = _jupyter_css()
     if inline in html:
         html = html.replace(inline, f'<link rel="stylesheet" href="{publish(JUPYTER_CSS, css_file)}">', 1)
     for dead in (_MATHJAX, _MERMAID, _PYGMENTS_LIST):
