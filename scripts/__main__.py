@@ -1,5 +1,4 @@
-import sys
-
 from scripts.cli import main
+from scripts.console import run_main
 
-sys.exit(main())
+run_main(main)

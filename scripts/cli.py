@@ -6,14 +6,17 @@ Only the standard library is imported here, so `refresh` runs on a bare GPU imag
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from scripts import catalog, freeze, notebooks
+from scripts.console import ArgumentParser, run_main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m scripts", description=__doc__.splitlines()[0],
+                            epilog="Exit status 0: done; 1: stale or failed (what, on stderr); "
+                                   "2: bad arguments; 141: the reader of the output stopped early "
+                                   "(as `| head` does); 130: interrupted.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     refresh = commands.add_parser("refresh", help="rerun snippets on this GPU and rewrite traces/")
@@ -84,4 +87,4 @@ def write_notebooks(check_only: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)
