@@ -5,13 +5,14 @@ kernels, and whether the program is overhead-bound or compute-bound.
                               [--blocks]
 
 Reads .json and .json.gz chrome traces from torch.profiler / Kineto of any version, CUDA or ROCm,
-one file per rank. The definitions are in docs/guide/analyze-your-trace.md.
+one file per rank (`-`: standard input). The definitions are in docs/guide/analyze-your-trace.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -21,23 +22,31 @@ if not __package__:  # run as a file path: make the `scripts` package importable
 
 from scripts.analysis import TIMES_ONLY_KINDS, TraceFacts, facts, summary_text  # noqa: E402
 from scripts.blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
+from scripts.console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
+                             run_main, unescaped)
 from scripts.trace import Trace, TraceError, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
-EXIT_BAD_INPUT = 2
+STDIN = "-"  # load_trace reads standard input for this string (a Path would be a file named -)
+STDIN_NAME = "<stdin>"
+TracePath = Path | str  # a Path, or STDIN
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="analyze.py",
         description=__doc__.split("\n\n")[0],
         epilog="Times are microseconds from the trace's first event. Exit status 2: a file "
-               "could not be read as a trace (one line on stderr says why).",
+               "could not be read as a trace, or an argument or output path cannot be used "
+               "(one line on stderr says why); 141: the reader of the output stopped early "
+               "(as `| head` does); 130: interrupted.",
     )
-    parser.add_argument("traces", nargs="+", type=Path, metavar="TRACE",
-                        help="a .json or .json.gz chrome trace (one per rank)")
+    parser.add_argument("traces", nargs="+", type=_trace_arg, metavar="TRACE",
+                        help="a .json or .json.gz chrome trace (one per rank); - reads standard input")
     parser.add_argument("--json", action="store_true",
-                        help="print one JSON object per trace (one per line) instead of text")
+                        help="print one JSON object per trace (one per line) instead of text; "
+                             "strict JSON: a time or ratio that is NaN or infinite in the trace "
+                             "is null")
     parser.add_argument("--svg", type=Path, metavar="OUT",
                         help="also write the annotated timeline of the window (default: the "
                              "first ProfilerStep): to OUT for one trace; with several traces OUT "
@@ -51,7 +60,17 @@ def parse_args(argv=None) -> argparse.Namespace:
                        help="describe ProfilerStep#N (default: the whole trace)")
     where.add_argument("--window", type=_window_arg, metavar="START:END",
                        help="describe the time range START:END, in us")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.traces.count(STDIN) > 1:
+        parser.error("- (standard input) can be read only once")
+    if STDIN in args.traces and sys.stdin is not None and sys.stdin.isatty():
+        parser.error("- reads the trace from standard input, which is a terminal: pipe or "
+                     "redirect a trace into it")
+    return args
+
+
+def _trace_arg(text: str) -> TracePath:
+    return STDIN if text == STDIN else Path(text)
 
 
 def _window_arg(text: str) -> tuple[float, float]:
@@ -59,14 +78,25 @@ def _window_arg(text: str) -> tuple[float, float]:
     try:
         if not sep:
             raise ValueError
-        return float(start), float(end)
+        window = float(start), float(end)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected START:END in microseconds, got {text!r}") from None
+    if not all(map(math.isfinite, window)) or window[1] <= window[0]:
+        raise argparse.ArgumentTypeError(f"expected START:END in microseconds with finite START "
+                                         f"before END, got {text!r}")
+    return window
+
+
+def display_name(path: TracePath) -> str:
+    return STDIN_NAME if path == STDIN else str(path)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     svg_paths = _svg_paths(args.svg, args.traces) if args.svg else {}
+    problem = _unwritable(args.svg, several=len(args.traces) > 1) if args.svg else None
+    if problem:  # said before the traces are read, which can take long
+        return _fail(problem)
     status = 0
     # What one trace makes is freed by reference counting when its turn ends: there are no
     # cycles for the collector to find, and its passes over hundreds of thousands of objects
@@ -77,27 +107,37 @@ def main(argv=None) -> int:
     return status
 
 
-def _report(number: int, path: Path, args: argparse.Namespace, svg_path: Path | None) -> int:
+def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Path | None) -> int:
     """Print the facts of one trace (and write its timeline); 0, or the exit status of a file
-    that cannot be analyzed."""
+    that cannot be analyzed or a timeline that cannot be written."""
+    name = display_name(path)
     try:
         # Events that the facts read only as times need not be built, unless a timeline
         # draws them.
         trace = load_trace(path, progress=_progress_printer(path),
                            skip_kinds=frozenset() if args.svg or args.blocks else TIMES_ONLY_KINDS)
+        trace.source = name  # what the facts and their errors call it
+        if args.window:
+            _check_overlap(args.window, trace)
         trace_facts = facts(trace, step=args.step, window=args.window)
-        if args.svg:
-            _write_svg(trace, trace_facts, args, svg_path)
+        svg = _timeline(trace, trace_facts, args) if args.svg else None
         found = blocks_of(trace) if args.blocks else None
     except TraceError as err:
-        return _fail(str(err))
+        message = str(err)
+        if path == STDIN and message.startswith(f"{STDIN}:"):
+            message = STDIN_NAME + message[len(STDIN):]
+        return _fail(message)
     except Exception as err:  # a file that breaks the analysis is still a bad input
-        if os.environ.get("ANALYZE_DEBUG"):
+        if os.environ.get(DEBUG_ENV):
             raise
-        return _fail(f"{path}: cannot analyze this trace ({type(err).__name__}: {err})")
+        return _fail(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})")
+    if svg is not None:
+        problem = _write(svg_path, svg)
+        if problem:
+            return _fail(problem)
     if args.json:
         blocks = {} if found is None else {"blocks": blocks_json(found)}
-        print(json.dumps({**trace_facts.to_dict(), **blocks}))
+        print(strict_json({**trace_facts.to_dict(), **blocks}))
     else:
         print(("\n" if number else "") + summary_text(trace_facts))
         if found is not None:
@@ -105,18 +145,41 @@ def _report(number: int, path: Path, args: argparse.Namespace, svg_path: Path | 
     return 0
 
 
+def strict_json(value) -> str:
+    """One line of JSON that any parser accepts: NaN and infinities (which a trace may hold)
+    become null instead of the bare NaN and Infinity that json.dumps writes."""
+    return json.dumps(_finite(value), allow_nan=False)
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _check_overlap(window: tuple[float, float], trace: Trace) -> None:
+    start, end = window
+    if end <= 0 or start >= trace.end_us:
+        raise TraceError(f"{trace.source}: window {start:g}:{end:g} is outside the trace, "
+                         f"which spans 0:{trace.end_us:g} us")
+
+
 def _fail(message: str) -> int:
     print(f"error: {' '.join(message.split())}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
-def _svg_paths(out: Path, traces: list[Path]) -> dict[Path, Path]:
+def _svg_paths(out: Path, traces: list[TracePath]) -> dict[TracePath, Path]:
     """OUT itself for one trace; OUT/<name>.svg for several (a -2, -3 suffix on clashing names)."""
     if len(traces) == 1:
         return {traces[0]: out}
     paths, taken = {}, set()
     for trace in traces:
-        name = trace.name.removesuffix(".gz").removesuffix(".json")
+        name = "stdin" if trace == STDIN else trace.name.removesuffix(".gz").removesuffix(".json")
         candidate, n = name, 1
         while candidate in taken:
             n += 1
@@ -126,33 +189,63 @@ def _svg_paths(out: Path, traces: list[Path]) -> dict[Path, Path]:
     return paths
 
 
-def _write_svg(trace: Trace, trace_facts: TraceFacts, args, out: Path) -> None:
+def _timeline(trace: Trace, trace_facts: TraceFacts, args) -> str:
     from scripts.timeline import render_timeline  # only --svg needs the renderer
 
     window = select_window(trace, step=args.step, window=args.window)
     window_facts = trace_facts if args.step is not None or args.window else facts(trace, window=window)
-    svg = render_timeline(trace, window=window, facts=window_facts)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(svg)
+    return render_timeline(trace, window=window, facts=window_facts)
+
+
+def _unwritable(out: Path, several: bool) -> str | None:
+    """What stops --svg OUT from being written, found before any trace is read (which can take
+    long); None if nothing visible does. With several traces OUT is a directory, made if missing;
+    either way OUT's parent must exist."""
+    if several and out.exists() and not out.is_dir():
+        return f"--svg {out}: not a directory (with several traces OUT is the directory to write to)"
+    if not several and out.is_dir():
+        return f"--svg {out}: is a directory (with one trace OUT is the .svg file to write)"
+    parent = out.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        return f"--svg {out}: its directory {parent} {what}"
+    target = out if out.exists() else parent  # what gets written: the file, or the folder
+    if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+        return f"--svg {out}: {target} is not writable (permission denied)"
+    return None
+
+
+def _write(out: Path, svg: str) -> str | None:
+    """Write one timeline; None, or the line that says why it could not be."""
+    try:
+        out.parent.mkdir(exist_ok=True)  # the folder of several timelines
+        out.write_text(svg, encoding="utf-8")
+    except OSError as err:
+        return f"--svg {out}: cannot write ({err.strerror or err})"
     print(f"wrote {out}", file=sys.stderr)
+    return None
 
 
-def _progress_printer(path: Path):
+def _progress_printer(path: TracePath):
     """A progress callback for large files when stderr is a terminal, else None."""
+    if path == STDIN:
+        return None  # its size is unknown
     try:
         large = path.stat().st_size >= PROGRESS_MIN_BYTES
     except OSError:
         return None
     if not (large and sys.stderr.isatty()):
         return None
+    name = printable(path.name)
 
     def show(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
-        print(f"\rreading {path.name}: {100 * done // max(total, 1)}%", end=end, file=sys.stderr,
-              flush=True)
+        # Unguarded: its carriage return redraws the line (the name is escaped above).
+        print(f"\rreading {name}: {100 * done // max(total, 1)}%", end=end,
+              file=unescaped(sys.stderr), flush=True)
 
     return show
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CPU_TRACE = Path(__file__).parent / "fixtures" / "torch_cpu_stack.json.gz"
 
 
-def run(*args: str, cwd: Path, module: bool = False) -> subprocess.CompletedProcess:
+def run(*args: str, cwd: Path, module: bool = False, **options) -> subprocess.CompletedProcess:
     entry = ["-m", "scripts.analyze"] if module else [str(ROOT / "scripts" / "analyze.py")]
-    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+    options = {"capture_output": True, "text": True, "timeout": 120, **options}
+    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, **options)
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +179,274 @@ def test_blocks_on_a_trace_without_blocks_is_one_line_error(handmade_trace, tmp_
     done = run(str(handmade_trace), "--blocks", cwd=tmp_path)
     assert done.returncode == analyze.EXIT_BAD_INPUT
     assert done.stderr.count("\n") == 1 and "no labelled blocks" in done.stderr
+
+
+# --- no traceback, whatever the input, the terminal or the pipe (issue 15) ---------------------
+
+STRANGE_KERNEL = "K\ud800\x1b[31mRED\x9b\x07\u202e"  # lone surrogate, ESC, CSI (C1), BEL, bidi
+
+
+def one_line_error(done: subprocess.CompletedProcess, status: int = analyze.EXIT_BAD_INPUT) -> str:
+    """The one stderr line of a run that had to refuse; checks there is nothing else."""
+    out, err = (x if isinstance(x, str) else (x or b"").decode("ascii", "backslashreplace")
+                for x in (done.stdout, done.stderr))
+    assert "Traceback" not in out + err, err
+    assert done.returncode == status, err
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    return err
+
+
+def strict_json(text: str):
+    def refuse(constant: str):
+        raise ValueError(f"not JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def json_strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_strings(item)
+
+
+@pytest.fixture(scope="module")
+def strange_trace(tmp_path_factory) -> Path:
+    trace = two_steps()
+    for event in trace["traceEvents"]:
+        if event["cat"] == "kernel":
+            event["name"] = STRANGE_KERNEL
+    path = tmp_path_factory.mktemp("strange") / "strange.json"
+    path.write_text(json.dumps(trace))  # ensure_ascii: the surrogate is a \ud800 escape
+    assert "\\ud800" in path.read_text()
+    return path
+
+
+def test_names_with_surrogates_and_control_characters_print_escaped(strange_trace, tmp_path):
+    done = run(str(strange_trace), cwd=tmp_path, text=False)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    out = done.stdout.decode("utf-8")  # valid UTF-8: the surrogate did not go out raw
+    line = next(line for line in out.splitlines() if line.endswith("RED\\x9b\\x07\\u202e"))
+    assert line.split()[-1] == "K\\ud800\\x1b[31mRED\\x9b\\x07\\u202e"
+    # Nothing of the trace reaches the terminal as a control character.
+    assert not [c for c in out if (ord(c) < 32 and c not in "\n") or 0x7F <= ord(c) < 0xA0]
+
+
+def test_json_keeps_such_names_exactly(strange_trace, tmp_path):
+    done = run(str(strange_trace), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.isascii()
+    assert STRANGE_KERNEL in set(json_strings(strict_json(done.stdout)))
+
+
+def test_an_ascii_terminal_gets_ascii_stand_ins(handmade_trace, strange_trace, tmp_path):
+    expected = analyze.summary_text(facts(load_trace(handmade_trace)))
+    assert "·" in expected  # what an ASCII terminal cannot show
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    done = run(str(handmade_trace), cwd=tmp_path, text=False, env=env)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    assert done.stdout.isascii()
+    lines = done.stdout.decode().splitlines()
+    assert len(lines) == len(expected.splitlines())
+    assert lines == [line.replace("·", "|").replace("…", "...") for line in expected.splitlines()]
+    done = run(str(strange_trace), cwd=tmp_path, text=False, env=env)
+    assert done.returncode == 0 and done.stdout.isascii() and b"K\\ud800\\x1b[31m" in done.stdout
+
+
+def test_a_file_name_with_control_characters_and_undecodable_bytes(handmade_trace, tmp_path):
+    path = tmp_path / os.fsdecode(b"\x1b]0;title\x07\xff.json")
+    path.write_bytes(handmade_trace.read_bytes())
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "analyze.py"), os.fsencode(path)],
+                          cwd=tmp_path, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first == f"trace: {tmp_path}/\\x1b]0;title\\x07\\udcff.json (rank 0)".encode()
+    missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "analyze.py"),
+                              os.fsencode(tmp_path / os.fsdecode(b"\x1b[2J\xfe.json"))],
+                             cwd=tmp_path, capture_output=True, timeout=120)
+    assert one_line_error(missing).endswith("\\x1b[2J\\udcfe.json: no such file\n")
+
+
+@pytest.mark.parametrize("literal", ["1e400", "-1e400", "NaN"])
+def test_json_is_strict_when_times_are_not_finite(literal, tmp_path):
+    """1e400 is valid JSON that reads as infinity; NaN is what Python's json writes for nan."""
+    text = json.dumps(two_steps()).replace('"ts": 20,', f'"ts": {literal},', 1)
+    assert literal in text
+    path = tmp_path / "infinite.json"
+    path.write_text(text)
+    done = run(str(path), "--json", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    result = strict_json(done.stdout)
+    if literal != "NaN":  # an event at +-infinity: the trace has no finite length
+        assert result["duration_us"] is None
+    assert run(str(path), cwd=tmp_path).returncode == 0
+
+
+def test_strict_json_maps_non_finite_numbers_to_null():
+    value = {"a": float("nan"), "b": [1.5, float("inf"), (float("-inf"), 2)], "c": {"d": 0.0}}
+    assert analyze.strict_json(value) == '{"a": null, "b": [1.5, null, [null, 2]], "c": {"d": 0.0}}'
+
+
+def closed_pipe_run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run with stdout a pipe whose reader is gone, as when `| head` has exited."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(command, cwd=cwd, stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("flag", [None, "--json"])
+def test_a_closed_pipe_ends_quietly_with_sigpipe_status(flag, gpu_trace, tmp_path):
+    command = [sys.executable, str(ROOT / "scripts" / "analyze.py"), str(gpu_trace)]
+    done = closed_pipe_run(command + ([flag] if flag else []), cwd=tmp_path)
+    assert done.returncode == 141  # 128 + SIGPIPE: what a shell reports for `cat` in its place
+    assert done.stderr == ""
+
+
+def test_head_of_the_output(gpu_trace, tmp_path):
+    done = subprocess.run(["bash", "-c", f'"$0" "$1" "$2" | head -1; echo "status ${{PIPESTATUS[0]}}" >&2',
+                           sys.executable, str(ROOT / "scripts" / "analyze.py"), str(gpu_trace)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.stdout == f"trace: {gpu_trace} (rank 0, NVIDIA H200)\n"
+    assert done.stderr in ("status 0\n", "status 141\n")  # whether the pipe took it all first
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_on_stdout_is_one_line(handmade_trace, tmp_path):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "analyze.py"), str(handmade_trace)],
+                              cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert one_line_error(done) == "error: cannot write to standard output (No space left on device)\n"
+
+
+SVG_OUTPUTS = {
+    "a directory": (lambda tmp: tmp, "is a directory (with one trace OUT is the .svg file to write)"),
+    "a missing parent": (lambda tmp: tmp / "missing" / "t.svg", "its directory {tmp}/missing does not exist"),
+    "a file as parent": (lambda tmp: tmp / "file.txt" / "t.svg",
+                         "its directory {tmp}/file.txt is not a directory"),
+    "a full disk": (lambda tmp: Path("/dev/full"), "cannot write (No space left on device)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SVG_OUTPUTS))
+def test_svg_output_that_cannot_be_written_names_the_output(case, handmade_trace, tmp_path):
+    out_of, why = SVG_OUTPUTS[case]
+    (tmp_path / "file.txt").write_text("not a folder")
+    out = out_of(tmp_path)
+    if case == "a full disk" and not out.exists():
+        pytest.skip("needs /dev/full")
+    done = run(str(handmade_trace), "--svg", str(out), cwd=tmp_path)
+    assert one_line_error(done) == f"error: --svg {out}: {why.format(tmp=tmp_path)}\n"
+    assert done.stdout == ""
+
+
+def test_svg_output_for_several_traces_must_be_a_directory(handmade_trace, tmp_path):
+    out = tmp_path / "file.txt"
+    out.write_text("not a folder")
+    done = run(str(handmade_trace), str(handmade_trace), "--svg", str(out), cwd=tmp_path)
+    assert one_line_error(done).startswith(f"error: --svg {out}: not a directory")
+    assert out.read_text() == "not a folder"
+
+
+def test_svg_in_a_read_only_folder(handmade_trace, tmp_path):
+    folder = tmp_path / "read-only"
+    folder.mkdir(mode=0o555)
+    if os.access(folder, os.W_OK):
+        pytest.skip("running as root: permissions do not stop writing")
+    done = run(str(handmade_trace), "--svg", str(folder / "t.svg"), cwd=tmp_path)
+    assert one_line_error(done) == (f"error: --svg {folder}/t.svg: {folder} is not writable "
+                                    f"(permission denied)\n")
+
+
+def test_unreadable_trace(handmade_trace, tmp_path):
+    path = tmp_path / "secret.json"
+    path.write_bytes(handmade_trace.read_bytes())
+    path.chmod(0)
+    if os.access(path, os.R_OK):
+        pytest.skip("running as root: permissions do not stop reading")
+    assert one_line_error(run(str(path), cwd=tmp_path)).startswith(f"error: {path}: cannot read")
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_a_read_error_is_one_line(tmp_path):
+    """/proc/self/mem opens but fails to read at offset 0 (EIO), whoever runs it."""
+    assert one_line_error(run("/proc/self/mem", cwd=tmp_path)).startswith("error: /proc/self/mem: ")
+
+
+@pytest.mark.parametrize("window, shown", [("1e9:2e9", "1e+09:2e+09"), ("-50:-1", "-50:-1"),
+                                           ("200:300", "200:300")])
+def test_window_outside_the_trace_is_one_line(window, shown, handmade_trace, tmp_path):
+    done = run(str(handmade_trace), f"--window={window}", cwd=tmp_path)  # two_steps spans 0:200 us
+    assert one_line_error(done) == (f"error: {handmade_trace}: window {shown} is outside the trace, "
+                                    f"which spans 0:200 us\n")
+
+
+def test_window_partly_inside_the_trace_is_described(handmade_trace, tmp_path):
+    done = run(str(handmade_trace), "--json", "--window=-50:150", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert strict_json(done.stdout)["window"]["start_us"] == -50
+
+
+@pytest.mark.parametrize("args", [["--window", "5:1"], ["--window", "nan:1"], ["--window", "0:inf"],
+                                  ["--window", "0-100"], ["--step", "two"], ["--bogus"], []])
+def test_bad_arguments_are_one_line(args, handmade_trace, tmp_path):
+    done = run(*([str(handmade_trace)] if args else []), *args, cwd=tmp_path)
+    assert one_line_error(done).startswith("analyze.py: error: ")
+
+
+def test_interrupt_exits_130_without_traceback(tmp_path):
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    child = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "analyze.py"), str(fifo)],
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer, deadline = None, time.monotonic() + 60
+    try:
+        while writer is None:  # the FIFO opens for writing once the analyzer opened the trace
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+                time.sleep(0.02)
+        child.send_signal(signal.SIGINT)  # while it waits for the trace's first bytes
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+        if writer is not None:
+            os.close(writer)
+    assert (child.returncode, out, err) == (130, "", "interrupted\n")
+
+
+def test_an_unwritable_folder_is_found_before_reading(monkeypatch, tmp_path):
+    """What test_svg_in_a_read_only_folder checks where permissions apply (not as root)."""
+    monkeypatch.setattr(analyze.os, "access", lambda path, mode: False)
+    assert analyze._unwritable(tmp_path / "t.svg", several=False) == (
+        f"--svg {tmp_path}/t.svg: {tmp_path} is not writable (permission denied)")
+    assert analyze._unwritable(tmp_path, several=True) == (
+        f"--svg {tmp_path}: {tmp_path} is not writable (permission denied)")
+
+
+def test_stdin_twice_is_one_line(tmp_path):
+    assert "can be read only once" in one_line_error(run("-", "-", cwd=tmp_path, input=""))
+
+
+def test_stdin_is_named_in_errors(tmp_path):
+    done = run("-", cwd=tmp_path, input="these are notes, not JSON")
+    assert one_line_error(done).startswith("error: <stdin>: ")
+
+
+@pytest.mark.xfail(strict=False, reason="needs parser branch")
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_trace_from_stdin(compress, handmade_trace, tmp_path):
+    data = handmade_trace.read_bytes()
+    done = run("-", "--json", cwd=tmp_path, text=False, input=gzip.compress(data) if compress else data)
+    assert done.returncode == 0, done.stderr
+    result = strict_json(done.stdout.decode())
+    assert result["source"] == "<stdin>"
+    assert result == {**strict_json(run(str(handmade_trace), "--json", cwd=tmp_path).stdout),
+                      "source": "<stdin>"}
