@@ -15,8 +15,12 @@ places where we differ on purpose are listed in docs/guide/analyze-your-trace.md
 - Launch delay: activity start - end of the runtime/driver call with the same correlation id,
   clipped at 0, for every launch API (HTA only knows four names).
 
-A GPU activity belongs to the window (step) in which its launch call started, as HTA assigns
-kernels to iterations; busy time "in the step window" clips intervals to the window instead.
+Two views of a window. The time-window view (`window_busy_*`) clips GPU intervals to the window:
+what the GPU did between its start and end, whoever launched it. The launched-work view
+(`launched`, and every other GPU fact) takes the activities launched in the window, wherever they
+ran: an activity belongs to the window in which its launch call started, as HTA assigns kernels to
+iterations. The verdict comes from the launched work: its busy time and the GPU's idle time
+before each of its activities, by cause (the GPU waited for the host, or the work was queued).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import add, and_, attrgetter, eq, gt, is_not, lt, sub
 
 from scripts.intervals import Merged, covered, intersection, union_of_times
@@ -37,11 +41,10 @@ from scripts.trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
 # says nanoseconds, but it compares against trace timestamps, which are microseconds.
 KERNEL_WAIT_US = 30.0
 
-# Verdict thresholds, on the window's GPU busy percentage and on the share of the stream gaps that
-# is launch overhead (host wait + kernel wait). Explained in the guide page.
-COMPUTE_BOUND_MIN_BUSY_PCT = 80.0
-OVERHEAD_BOUND_MAX_BUSY_PCT = 50.0
-OVERHEAD_BOUND_MIN_LAUNCH_WAIT_PCT = 50.0
+# Verdict thresholds, as shares of the launched work's GPU time (its busy time plus the GPU's idle
+# time before each of its activities; see LaunchedWork). Explained in the guide page.
+OVERHEAD_BOUND_MIN_HOST_WAIT_PCT = 50.0  # the GPU idled waiting for the host at least this long
+COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT = 80.0  # busy, or idle with the next work already queued
 
 TOP_KERNELS = 10
 
@@ -70,14 +73,29 @@ NO_GPU = "no GPU activity"
 
 
 @dataclass
-class KernelSpan:
-    """First GPU activity start to last end, for the activities launched in a window."""
+class LaunchedWork:
+    """The GPU activities launched in a window (by their launch call's start), wherever they ran.
 
-    start_us: float
-    end_us: float
-    dur_us: float
-    busy_us: float
-    busy_pct: float
+    Their GPU time (`active_us`) is their busy time plus the GPU's idle time right before each of
+    them: from the end of all the GPU's earlier work to the activity's start. That idle time is
+    host wait until the activity's launch call returned (the GPU had nothing to do because the
+    host had not handed it the work yet), queued after that (the work was launched: the GPU's own
+    launch latency, or a dependency), other without a launch call in the trace. Time before a
+    GPU's first launch or after its last activity never counts."""
+
+    activities: int
+    start_us: float  # the first one's start
+    end_us: float  # the last one's end
+    span_us: float
+    busy_us: float  # their union, summed over the GPUs
+    active_us: float  # busy_us + host_wait_us + queued_us + other_us
+    host_wait_us: float
+    queued_us: float
+    other_us: float
+    busy_pct: float  # of active_us, as are the three below
+    host_wait_pct: float
+    queued_pct: float
+    other_pct: float
 
 
 @dataclass
@@ -142,15 +160,18 @@ class Verdict:
 
 @dataclass
 class WindowFacts:
-    """The facts of one time window: a ProfilerStep, an explicit range or the whole trace."""
+    """The facts of one time window: a ProfilerStep, an explicit range or the whole trace.
+
+    `window_busy_*` is the time-window view; every other GPU fact, and the verdict, is of the
+    work launched in the window."""
 
     label: str
     start_us: float
     end_us: float
     dur_us: float
-    gpu_busy_us: float  # clipped to the window, summed over the trace's GPUs
-    gpu_busy_pct: float  # of the window (times the number of GPUs)
-    kernel_span: KernelSpan | None
+    window_busy_us: float  # GPU busy time clipped to the window, summed over the trace's GPUs
+    window_busy_pct: float  # of the window (times the number of GPUs)
+    launched: LaunchedWork | None  # None: nothing launched in the window ran on the GPU
     cpu_busy_us: float  # host threads running ops or launch calls, not blocked on the GPU
     cpu_busy_pct: float
     cpu_wait_us: float  # host threads blocked in synchronizing calls
@@ -160,7 +181,7 @@ class WindowFacts:
     activities_by_kind: dict[str, int]  # kernel / memcpy / memset
     kernels_by_kind: dict[str, int]  # compute / communication / memory / other
     top_kernels: list[KernelStat]
-    verdict: Verdict
+    verdict: Verdict  # from `launched` and the launch delays
 
 
 @dataclass
@@ -237,6 +258,24 @@ def facts_of_windows(trace: Trace, windows: list[Window], top: int = 0) -> list[
         return [window_facts(index, window, top=top) for window in windows]
 
 
+def steady_step(trace: Trace) -> int | None:
+    """The number N of a steady-state ProfilerStep#N, for a picture or a quote of one typical
+    step: of the recorded steps but the first (which carries the warm-up: cold caches, the first
+    launches, a GPU queue still filling), the one of median host duration (the shorter of the two
+    middle ones, then the earlier). With one step, that one; None without numbered steps."""
+    durations: dict[int, float] = {}
+    for step in trace.steps:
+        number = step.name.removeprefix("ProfilerStep#")
+        if number.isdigit():
+            durations[int(number)] = max(durations.get(int(number), 0.0), step.dur)
+    if not durations:
+        return None
+    numbers = sorted(durations)
+    candidates = numbers[1:] if len(numbers) > 1 else numbers
+    ranked = sorted(candidates, key=lambda n: (durations[n], n))
+    return ranked[(len(ranked) - 1) // 2]
+
+
 def _focus_window(trace: Trace, step, window) -> Window:
     if isinstance(window, Window):
         return window
@@ -269,6 +308,7 @@ class _TraceIndex:
         self.trace = trace
         self._activities(trace)
         self._gaps()
+        self._idle_before()
         self._launches()
         self.trace_end = trace.end_us
         self.host_work = _host_work(trace)
@@ -330,6 +370,36 @@ class _TraceIndex:
         order = sorted(range(len(times)), key=times.__getitem__)
         self.gap_times, self.gap_codes = _take(times, order), _take(codes, order)
         self.gap_durs, self.gap_keys = _take(durs, order), _take(keys, order)
+
+    def _idle_before(self) -> None:
+        """The GPU's idle time right before each activity, by cause (`idle_host_wait`,
+        `idle_queued`, `idle_other`): from the end of all earlier work on the same GPU, whatever
+        its stream (a gap on one stream while another runs is not idle time), to the activity's
+        start. Until its launch call returned, the GPU waited for the host; after that, the work
+        was queued (the GPU's launch latency, or a dependency); without a launch call in the
+        trace, the cause is unknown (other). Before the first activity of a GPU the recording
+        shows no earlier work: only the time from that activity's launch call counts, not what
+        the recording happened to hold before the first launch."""
+        n = len(self.starts)
+        self.idle_host_wait, self.idle_queued, self.idle_other = [0.0] * n, [0.0] * n, [0.0] * n
+        by_device = defaultdict(list)
+        for i, device in enumerate(self.device_of):
+            by_device[device].append(i)
+        for members in by_device.values():
+            members.sort(key=self.starts.__getitem__)
+            starts, ends = _take(self.starts, members), _take(self.ends, members)
+            first_launch = self.launches[members[0]]
+            origin = starts[0] if first_launch is None else min(first_launch.ts, starts[0])
+            # Where the GPU's earlier work ended: the running maximum of the ends before each one.
+            frontier = list(accumulate(ends[:-1], max, initial=origin))
+            idle = list(map(max, map(sub, starts, frontier), repeat(0.0)))
+            for i, gap, free_at in compress(zip(members, idle, frontier), idle):
+                launch = self.launches[i]
+                if launch is None:
+                    self.idle_other[i] = gap
+                    continue
+                host = min(max(launch.ts + launch.dur - free_at, 0.0), gap)
+                self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
@@ -412,26 +482,27 @@ def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> 
     busy = sum((covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
     cpu_work = covered(index.host_work, window.start, window.end)
     cpu_wait = covered(index.host_wait, window.start, window.end)
-    idle_by_stream = _idle_by_stream(index, window)
     busy_pct = _pct(busy, window.dur * n_gpus)
+    launched = _launched_work(index, lo, hi, merged)
+    launches = _launch_stats(index, window)
     return WindowFacts(
         label=window.label,
         start_us=window.start,
         end_us=window.end,
         dur_us=window.dur,
-        gpu_busy_us=busy,
-        gpu_busy_pct=busy_pct,
-        kernel_span=_kernel_span(merged),
+        window_busy_us=busy,
+        window_busy_pct=busy_pct,
+        launched=launched,
         cpu_busy_us=cpu_work - cpu_wait,
         cpu_busy_pct=_pct(cpu_work - cpu_wait, window.dur),
         cpu_wait_us=cpu_wait,
         temporal_breakdown=_temporal_breakdown(window.label, starts, ends, kinds, merged),
-        idle_by_stream=idle_by_stream,
-        launches=_launch_stats(index, window),
+        idle_by_stream=_idle_by_stream(index, window),
+        launches=launches,
         activities_by_kind=dict(Counter(index.event_kinds[lo:hi])),
         kernels_by_kind=dict(Counter(kinds)),
         top_kernels=top_kernels(index, lo, hi, top) if top else [],
-        verdict=verdict(index.trace.has_gpu_activity, busy_pct, idle_by_stream),
+        verdict=verdict(index.trace.has_gpu_activity, launched, launches, busy_pct),
     )
 
 
@@ -459,12 +530,37 @@ def _union_of(starts: list[float], ends: list[float]) -> _Union | None:
     return _Union(union_of_times(starts, ends), min(starts), max(ends))
 
 
-def _kernel_span(merged: _Union | None) -> KernelSpan | None:
+def _launched_work(index: _TraceIndex, lo: int, hi: int, merged: _Union | None
+                   ) -> LaunchedWork | None:
+    """The launched-work view of the activities [lo, hi) of the index; `merged` is their union
+    over all GPUs (their busy time is per GPU, summed)."""
     if merged is None:
         return None
-    busy = merged.busy
-    return KernelSpan(merged.start, merged.end, merged.end - merged.start, busy,
-                      _pct(busy, merged.end - merged.start))
+    if len(index.devices) > 1:
+        devices, starts, ends = index.device_of[lo:hi], index.starts[lo:hi], index.ends[lo:hi]
+        busy = sum(_union_of(*_where(devices, device, starts, ends)).busy
+                   for device in set(devices))
+    else:
+        busy = merged.busy
+    host_wait = sum(index.idle_host_wait[lo:hi])
+    queued = sum(index.idle_queued[lo:hi])
+    other = sum(index.idle_other[lo:hi])
+    active = busy + host_wait + queued + other
+    return LaunchedWork(
+        activities=hi - lo,
+        start_us=merged.start,
+        end_us=merged.end,
+        span_us=merged.end - merged.start,
+        busy_us=busy,
+        active_us=active,
+        host_wait_us=host_wait,
+        queued_us=queued,
+        other_us=other,
+        busy_pct=_pct(busy, active),
+        host_wait_pct=_pct(host_wait, active),
+        queued_pct=_pct(queued, active),
+        other_pct=_pct(other, active),
+    )
 
 
 def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], kinds: list[str],
@@ -582,30 +678,38 @@ def top_kernels(index: _TraceIndex, lo: int, hi: int,
             for name, (count, total, kind) in ranked]
 
 
-def verdict(has_gpu_activity: bool, busy_pct: float, idle_by_stream: list[StreamIdle]) -> Verdict:
-    """compute-bound / overhead-bound / mixed, from the window's GPU busy percentage and the share
-    of the stream gaps that is launch overhead (host wait + kernel wait); thresholds: the module
-    constants."""
+def verdict(has_gpu_activity: bool, launched: LaunchedWork | None,
+            launches: LaunchStats | None = None, window_busy_pct: float = 0.0) -> Verdict:
+    """compute-bound / overhead-bound / mixed, from the GPU time of the work launched in the
+    window: the share in which the GPU idled waiting for the host against the share in which it
+    was busy or had the next work queued (thresholds: the module constants). The launch delays
+    and the time-window busy share only make the reason more precise."""
     if not has_gpu_activity:
         return Verdict(NO_GPU, "the trace has no kernel, memcpy or memset: only host facts apply")
-    if busy_pct == 0:
-        return Verdict(NO_GPU, "no GPU activity in this window")
-    idle = sum(s.idle_us for s in idle_by_stream)
-    overhead_pct = _pct(sum(s.host_wait_us + s.kernel_wait_us for s in idle_by_stream), idle)
-    if busy_pct >= COMPUTE_BOUND_MIN_BUSY_PCT:
-        return Verdict("compute-bound", f"the GPU was busy {busy_pct:.0f}% of the window "
-                       f"(at least {COMPUTE_BOUND_MIN_BUSY_PCT:g}%): its kernels set the pace")
-    if busy_pct < OVERHEAD_BOUND_MAX_BUSY_PCT and overhead_pct >= OVERHEAD_BOUND_MIN_LAUNCH_WAIT_PCT:
-        return Verdict("overhead-bound", f"the GPU was busy only {busy_pct:.0f}% of the window and "
-                       f"{overhead_pct:.0f}% of its idle time between activities was spent "
-                       "waiting for launches")
-    if busy_pct < OVERHEAD_BOUND_MAX_BUSY_PCT and idle == 0:
-        # No gap between two activities falls in the window (one kernel per step, say): all its
-        # idle time is before the first launch or after the last, when the GPU had nothing queued.
-        return Verdict("overhead-bound", f"the GPU was busy only {busy_pct:.0f}% of the window and "
-                       "idle only while nothing was launched: it waited for the host")
-    return Verdict("mixed", f"the GPU was busy {busy_pct:.0f}% of the window; {overhead_pct:.0f}% "
-                   "of its idle time between activities was spent waiting for launches")
+    if launched is None or launched.active_us <= 0:
+        reason = ("no GPU activity was launched in this window" if launched is None else
+                  "the GPU activities launched in this window take no time")
+        if window_busy_pct > 0:
+            reason += (f"; the GPU was busy {window_busy_pct:.1f}% of the window with work "
+                       "launched before it")
+        return Verdict(NO_GPU, reason)
+    w = launched
+    fed = w.busy_pct + w.queued_pct
+    if w.host_wait_pct >= OVERHEAD_BOUND_MIN_HOST_WAIT_PCT:
+        label, pace = "overhead-bound", "the host set the pace"
+    elif fed >= COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT:
+        label, pace = "compute-bound", "the GPU's own work set the pace"
+    else:
+        label, pace = "mixed", "neither the host nor the GPU's work dominates"
+    # One decimal: a share printed as 50% must not sit on either side of a 50% threshold.
+    shares = f"waiting for the host {w.host_wait_pct:.1f}%, queued {w.queued_pct:.1f}%"
+    if w.other_us > 0:
+        shares += f", before activities with no launch call {w.other_pct:.1f}%"
+    delay = ""
+    if launches is not None and launches.delay_p50_us is not None:
+        delay = f"; median launch delay {_ms(launches.delay_p50_us)}"
+    return Verdict(label, f"the GPU was busy {w.busy_pct:.1f}% of its time on the work launched "
+                   f"here ({_ms(w.active_us)}), idle {shares}{delay}: {pace}")
 
 
 def _notes(trace: Trace, index: _TraceIndex) -> list[str]:
@@ -658,13 +762,18 @@ def _ms(us: float) -> str:
 
 def _window_lines(w: WindowFacts) -> list[str]:
     lines = [f"window: {w.label} ({_ms(w.start_us)} to {_ms(w.end_us)}, {_ms(w.dur_us)})"]
-    if w.verdict.label == NO_GPU:
+    if w.verdict.label == NO_GPU and not w.window_busy_us:
         lines.append(f"  GPU: {NO_GPU}")
     else:
-        lines.append(f"  GPU busy: {_ms(w.gpu_busy_us)} = {w.gpu_busy_pct:.1f}% of the window")
-        if w.kernel_span is not None:
-            s = w.kernel_span
-            lines.append(f"  GPU busy in its kernel span: {s.busy_pct:.1f}% of {_ms(s.dur_us)}")
+        lines.append(f"  GPU busy in the window: {_ms(w.window_busy_us)} = {w.window_busy_pct:.1f}% "
+                     "of the window")
+    if w.launched is not None:
+        x = w.launched
+        lines.append(f"  GPU work launched in the window: {x.activities:,} activities, span "
+                     f"{_ms(x.start_us)} to {_ms(x.end_us)}; busy {_ms(x.busy_us)} = "
+                     f"{x.busy_pct:.1f}% of its GPU time {_ms(x.active_us)}; idle waiting for the "
+                     f"host {x.host_wait_pct:.1f}% · queued {x.queued_pct:.1f}% · other "
+                     f"{x.other_pct:.1f}%")
     lines.append(f"  CPU busy: {_ms(w.cpu_busy_us)} = {w.cpu_busy_pct:.1f}% of the window"
                  f" (blocked on the GPU: {_ms(w.cpu_wait_us)})")
     lines.append(f"  verdict: {w.verdict.label}: {w.verdict.reason}")
@@ -706,15 +815,17 @@ def _breakdown_line(b: TemporalBreakdown) -> str:
 
 
 def _steps_table(steps: list[WindowFacts]) -> list[str]:
-    lines = ["per ProfilerStep:",
-             f"  {'step':>6}  {'duration':>10}  {'CPU busy':>8}  {'GPU busy':>8}  {'in span':>7}  "
-             f"{'launches':>8}  {'delay p50':>9}  verdict"]
+    lines = ["per ProfilerStep: (GPU busy in the step's window, and of the work it launched)",
+             f"  {'step':>6}  {'duration':>10}  {'CPU busy':>8}  {'GPU busy':>8}  {'launched':>8}  "
+             f"{'host wait':>9}  {'queued':>6}  {'launches':>8}  {'delay p50':>9}  verdict"]
     for s in steps:
         number = s.label.rsplit("#", 1)[-1]
-        span = f"{s.kernel_span.busy_pct:6.1f}%" if s.kernel_span else f"{'-':>7}"
+        x = s.launched
+        launched = (f"{x.busy_pct:7.1f}%  {x.host_wait_pct:8.1f}%  {x.queued_pct:5.1f}%" if x else
+                    f"{'-':>8}  {'-':>9}  {'-':>6}")
         delay = f"{s.launches.delay_p50_us:6.1f} us" if s.launches.launches else f"{'-':>9}"
         lines.append(f"  {number:>6}  {_ms(s.dur_us):>10}  {s.cpu_busy_pct:7.1f}%  "
-                     f"{s.gpu_busy_pct:7.1f}%  {span}  {s.launches.launches:8,}  {delay}  "
+                     f"{s.window_busy_pct:7.1f}%  {launched}  {s.launches.launches:8,}  {delay}  "
                      f"{s.verdict.label}")
     return lines
 

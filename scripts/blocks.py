@@ -116,9 +116,9 @@ def sweep(trace: Trace) -> Sweep:
     # One aten::mm per product; a GEMM may take more than one kernel (a memset, a split-K reduce).
     peak = peaks[0]
     products = sum(1 for e in trace.by_kind.get("cpu_op", []) if e.name == "aten::mm" and peak.ts <= e.ts < peak.end)
-    if not products or not peak_facts.gpu_busy_us:
+    if not products or not peak_facts.window_busy_us:
         raise TraceError(f"{trace.source or 'trace'}: the peak block has no aten::mm on the GPU")
-    peak_tflops = 2 * peak_size**3 * products / peak_facts.gpu_busy_us / 1e6
+    peak_tflops = 2 * peak_size**3 * products / peak_facts.window_busy_us / 1e6
 
     points = []
     for block, window in zip(blocks, block_facts):
@@ -135,11 +135,11 @@ def sweep(trace: Trace) -> Sweep:
             steps=steps,
             cpu_us_per_step=sum(e.dur for e in inside) / steps,
             wall_us_per_step=window.dur_us / steps,
-            gpu_us_per_step=window.gpu_busy_us / steps,
-            gpu_busy_pct=window.gpu_busy_pct,
+            gpu_us_per_step=window.window_busy_us / steps,
+            gpu_busy_pct=window.window_busy_pct,
             launches_per_step=window.launches.launches / steps,
             tflops=flops / window.dur_us / 1e6,
-            kernel_tflops=flops / window.gpu_busy_us / 1e6 if window.gpu_busy_us else 0.0,
+            kernel_tflops=flops / window.window_busy_us / 1e6 if window.window_busy_us else 0.0,
             verdict=window.verdict.label,
         ))
     return Sweep(peak_size, peak_tflops, products, tuple(points))
@@ -188,7 +188,7 @@ def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
         batch = int(batch)
         count = len(measured)
         span = sum(f.dur_us for f, _ in measured)
-        busy = sum(f.gpu_busy_us for f, _ in measured)
+        busy = sum(f.window_busy_us for f, _ in measured)
         stretches = [length for _, idle in measured for length in idle]
         verdicts = [f.verdict.label for f, _ in measured]
         result.append(BatchFacts(

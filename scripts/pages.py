@@ -234,9 +234,10 @@ def render_facts_box(facts: dict, guide_href: str) -> str:
     w = facts["window"]
     rows = [("Verdict", f"<strong>{escape(w['verdict']['label'])}</strong>: {escape(w['verdict']['reason'])}")]
     if facts["has_gpu_activity"]:
-        span = w["kernel_span"]
-        rows.append(("GPU busy", f"{w['gpu_busy_pct']:.1f}% of the trace ({format_us(w['gpu_busy_us'])}); "
-                                 f"{span['busy_pct']:.1f}% of its kernel span ({format_us(span['dur_us'])})"))
+        launched = w["launched"]
+        rows.append(("GPU busy", f"{w['window_busy_pct']:.1f}% of the trace's time ({format_us(w['window_busy_us'])}); "
+                                 f"{launched['busy_pct']:.1f}% of the GPU time of its launched work "
+                                 f"({format_us(launched['active_us'])})"))
         idle = w["temporal_breakdown"]
         rows.append(("Idle (HTA's breakdown)", f"{idle['idle_pct']:.1f}% idle · {idle['compute_pct']:.1f}% compute · "
                                                f"{idle['non_compute_pct']:.1f}% non-compute"))
@@ -255,7 +256,7 @@ def render_facts_box(facts: dict, guide_href: str) -> str:
     if facts["steps"]:
         steps = "; ".join(
             f"#{step['label'].split('#')[-1]} {escape(step['verdict']['label'])}"
-            + (f" ({step['gpu_busy_pct']:.0f}% GPU busy)" if facts["has_gpu_activity"] else "")
+            + (f" ({step['launched']['busy_pct']:.0f}% GPU busy of launched work)" if step["launched"] else "")
             for step in facts["steps"]
         )
         rows.append(("Per ProfilerStep", steps))

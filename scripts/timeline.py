@@ -772,16 +772,21 @@ def _step_layout(trace: Trace, scale: TimeScale, top: float, bottom: float):
 
 
 def facts_headline(facts, window_label: str = "") -> str:
-    """One line such as 'GPU busy 42% · overhead-bound' from the analyzer's facts ('' without).
+    """One line such as 'GPU busy 97% of launched work · compute-bound' from the analyzer's facts
+    ('' without): the GPU busy share the verdict is made of (of the work launched in the window),
+    named as such; without it, the time-window share, named so too.
 
     The facts object (a dataclass with `to_dict()`, or a dict) is read defensively: missing or
     renamed fields only shorten the line. Of its windows (`window`, `steps`), the one labelled
     like the picture's is used; another one is named in the line."""
     scope = _facts_of_window(_facts_dict(facts), window_label)
     figures = []
-    busy = _find_value(scope, ("gpu_busy_pct", "busy_pct", "gpu_busy_percent", "busy_percent"))
+    launched = scope.get("launched")
+    busy, of = (launched.get("busy_pct"), "of launched work") if isinstance(launched, dict) else (None, "")
+    if busy is None:
+        busy, of = scope.get("window_busy_pct"), "of the window"
     if isinstance(busy, (int, float)) and not isinstance(busy, bool):
-        figures.append(f"GPU busy {busy:.0f}%")
+        figures.append(f"GPU busy {busy:.0f}% {of}")
     verdict = _find_value(scope, ("verdict",))
     if isinstance(verdict, dict):
         verdict = next(

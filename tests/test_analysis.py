@@ -10,7 +10,7 @@ import pytest
 
 from scripts import analysis, intervals
 from scripts.analysis import (
-    StreamIdle,
+    LaunchedWork,
     facts,
     kernel_kind,
     short_name,
@@ -30,10 +30,27 @@ def test_gpu_busy_is_the_union_of_activities_not_annotations(reference):
     window = reference.window
     assert (window.start_us, window.end_us) == (0, 200)
     # K1 30 + K2 10 + memcpy 5 + K4 40 (K5 runs inside K4); the gpu_user_annotation adds nothing.
-    assert window.gpu_busy_us == pytest.approx(85)
-    assert window.gpu_busy_pct == pytest.approx(42.5)
-    assert window.kernel_span.start_us == 20 and window.kernel_span.end_us == 160
-    assert window.kernel_span.busy_pct == pytest.approx(100 * 85 / 140)
+    assert window.window_busy_us == pytest.approx(85)
+    assert window.window_busy_pct == pytest.approx(42.5)
+    launched = window.launched
+    assert (launched.start_us, launched.end_us, launched.span_us) == (20, 160, 140)
+    assert launched.busy_us == pytest.approx(85) and launched.activities == 5
+
+
+def test_launched_work_splits_the_gpu_idle_time_by_cause(reference):
+    # The GPU's idle time before each activity, whatever its stream: K1 is the GPU's first, so
+    # only from its launch call's start: [10, 20], the call returned at 15: host wait 5, queued
+    # 5. K2 [70]: idle since K1 ended at 50, its call returned at 65: host wait 15, queued 5.
+    # Memcpy [85]: idle since 80, its call returned at 70: queued 5. K4 [120]: idle since 90,
+    # call returned at 115: host wait 25, queued 5. K5 [130] runs inside K4: no idle time.
+    launched = reference.window.launched
+    assert (launched.host_wait_us, launched.queued_us, launched.other_us) == pytest.approx((45, 20, 0))
+    assert launched.active_us == pytest.approx(85 + 65)
+    assert (launched.busy_pct, launched.host_wait_pct, launched.queued_pct) == pytest.approx(
+        (100 * 85 / 150, 100 * 45 / 150, 100 * 20 / 150))
+    step1, step2 = reference.steps
+    assert (step1.launched.busy_us, step1.launched.host_wait_us, step1.launched.queued_us) == pytest.approx((45, 20, 15))
+    assert (step2.launched.busy_us, step2.launched.host_wait_us, step2.launched.queued_us) == pytest.approx((40, 25, 5))
 
 
 def test_temporal_breakdown_of_the_whole_trace(reference):
@@ -104,7 +121,7 @@ def test_cpu_busy_excludes_time_blocked_on_the_gpu(reference):
 def test_steps_place_activities_by_their_launch(reference):
     step1, step2 = reference.steps
     assert (step1.label, step2.label) == ("ProfilerStep#1", "ProfilerStep#2")
-    assert step1.gpu_busy_pct == pytest.approx(45) and step2.gpu_busy_pct == pytest.approx(40)
+    assert step1.window_busy_pct == pytest.approx(45) and step2.window_busy_pct == pytest.approx(40)
     assert step2.activities_by_kind == {"kernel": 2}
     assert step2.kernels_by_kind == {"compute": 1, "communication": 1}
     assert step2.temporal_breakdown.idle_pct == 0
@@ -125,7 +142,7 @@ def test_window_and_step_arguments_pick_the_described_window():
     trace = build_trace(two_steps())
     assert facts(trace, step=2).window.label == "ProfilerStep#2"
     by_range = facts(trace, window=(0, 100)).window
-    assert by_range.gpu_busy_us == pytest.approx(45)
+    assert by_range.window_busy_us == pytest.approx(45)
     assert facts(trace, window=Window(0, 100, "first half")).window.label == "first half"
     with pytest.raises(TraceError, match="no ProfilerStep#7"):
         facts(trace, step=7)
@@ -133,7 +150,11 @@ def test_window_and_step_arguments_pick_the_described_window():
 
 def test_busy_is_averaged_over_the_gpus_of_one_process():
     result = facts(build_trace(two_gpus()))
-    assert result.window.gpu_busy_pct == pytest.approx(100 * 75 / 200)
+    assert result.window.window_busy_pct == pytest.approx(100 * 75 / 200)
+    # Launched work: busy per GPU, summed; GPU 1's first kernel waited from its launch call [1, 2]
+    # to 50: host wait 1, queued 48 (its launch had returned).
+    launched = result.window.launched
+    assert (launched.busy_us, launched.host_wait_us, launched.queued_us) == pytest.approx((75, 1, 48))
     assert result.window.temporal_breakdown.idle_us == 0  # merged, as HTA merges one file's GPUs
     assert any("2 GPUs" in note for note in result.notes)
 
@@ -147,7 +168,7 @@ def test_cpu_only_trace_gives_host_facts_and_says_so():
     assert not result.has_gpu_activity
     assert result.window.verdict.label == analysis.NO_GPU
     assert result.window.cpu_busy_pct == pytest.approx(40)
-    assert result.temporal_breakdown is None and result.window.kernel_span is None
+    assert result.temporal_breakdown is None and result.window.launched is None
     assert "no GPU activity" in summary_text(result)
 
 
@@ -159,37 +180,49 @@ def test_kernel_kinds_follow_hta_names_and_memcpy_rows_are_memory():
     assert kernel_kind(GEMM) == "compute"
 
 
-@pytest.mark.parametrize(("busy", "host_wait", "other", "label"), [
-    (analysis.COMPUTE_BOUND_MIN_BUSY_PCT, 0, 100, "compute-bound"),
-    (analysis.COMPUTE_BOUND_MIN_BUSY_PCT - 0.1, 0, 100, "mixed"),
-    (analysis.OVERHEAD_BOUND_MAX_BUSY_PCT - 0.1, 50, 50, "overhead-bound"),
-    (analysis.OVERHEAD_BOUND_MAX_BUSY_PCT - 0.1, 49, 51, "mixed"),
-    (analysis.OVERHEAD_BOUND_MAX_BUSY_PCT, 100, 0, "mixed"),
+def _launched(busy: float, host_wait: float, queued: float, other: float = 0.0) -> LaunchedWork:
+    """Launched work with these times (us), its shares of their sum."""
+    active = busy + host_wait + queued + other
+    return LaunchedWork(1, 0.0, active, active, busy, active, host_wait, queued, other,
+                        *(100 * t / active for t in (busy, host_wait, queued, other)))
+
+
+@pytest.mark.parametrize(("busy", "host_wait", "queued", "other", "label"), [
+    (100 - analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, 0, 0,
+     "overhead-bound"),
+    (100.1 - analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT - 0.1, 0, 0,
+     "mixed"),
+    (analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT - 30, 100 - analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, 30, 0,
+     "compute-bound"),  # queued behind its own work counts with busy
+    (analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT - 0.1, 0, 0, 100.1 - analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT,
+     "mixed"),  # idle before activities with no known launch: not evidence either way
 ])
-def test_verdict_thresholds(busy, host_wait, other, label):
-    gaps = [StreamIdle(0, 7, 2, host_wait + other, host_wait, 0, other, 0, 0, 0)]
-    assert verdict(True, busy, gaps).label == label
+def test_verdict_thresholds(busy, host_wait, queued, other, label):
+    assert verdict(True, _launched(busy, host_wait, queued, other)).label == label
 
 
-def test_verdict_without_gaps_between_activities():
-    # one activity in the window: its idle time is all before or after it, with nothing queued
-    assert verdict(True, 1.0, []).label == "overhead-bound"
-    assert verdict(True, analysis.OVERHEAD_BOUND_MAX_BUSY_PCT, []).label == "mixed"
+def test_verdict_without_launched_work():
+    assert verdict(False, None).label == analysis.NO_GPU
+    nothing = verdict(True, None, window_busy_pct=40.0)
+    assert nothing.label == analysis.NO_GPU
+    assert "no GPU activity was launched" in nothing.reason and "busy 40.0% of the window" in nothing.reason
+    empty = LaunchedWork(1, 5.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert verdict(True, empty).label == analysis.NO_GPU  # activities that take no time
 
 
 def test_to_dict_is_json_ready_with_stable_keys(reference):
     data = reference.to_dict()
     assert list(data)[:7] == ["source", "rank", "gpus", "events", "duration_us",
                               "has_gpu_activity", "window"]
-    assert data["window"]["gpu_busy_pct"] == 42.5
-    assert data["window"]["verdict"]["label"] == "overhead-bound"
+    assert data["window"]["window_busy_pct"] == 42.5
+    assert data["window"]["verdict"]["label"] == "mixed"  # host wait 30% of 150 us, busy 57%
     assert json.loads(json.dumps(data)) == data
-    assert data["window"]["kernel_span"]["busy_pct"] == round(100 * 85 / 140, 2)
+    assert data["window"]["launched"]["busy_pct"] == round(100 * 85 / 150, 2)
 
 
 def test_summary_names_the_verdict_and_shortens_kernel_names(reference):
     text = summary_text(reference)
-    assert "verdict: overhead-bound" in text
+    assert "verdict: mixed" in text
     assert "at::native::vectorized_elementwise_kernel" in text and "CUDAFunctor_add" not in text
     assert short_name(NCCL) == "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 

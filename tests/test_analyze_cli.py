@@ -58,7 +58,7 @@ def test_runs_as_a_module_with_json_lines(gpu_trace, handmade_trace):
     assert first["source"] == str(gpu_trace) and second["source"] == str(handmade_trace)
     assert first["window"]["label"] == "whole trace"
     assert [s["label"] for s in second["steps"]] == ["ProfilerStep#1", "ProfilerStep#2"]
-    assert second["window"]["gpu_busy_pct"] == 42.5
+    assert second["window"]["window_busy_pct"] == 42.5
     assert set(first["window"]["verdict"]) == {"label", "reason"}
 
 

@@ -155,7 +155,6 @@ def test_guide_prints_the_thresholds_the_code_uses(built_site):
     from scripts import analysis
 
     guide = (built_site / "guide" / "analyze-your-trace" / "index.html").read_text()
-    for name in ("COMPUTE_BOUND_MIN_BUSY_PCT", "OVERHEAD_BOUND_MAX_BUSY_PCT",
-                 "OVERHEAD_BOUND_MIN_LAUNCH_WAIT_PCT", "KERNEL_WAIT_US"):
+    for name in ("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "KERNEL_WAIT_US"):
         assert re.search(rf"<code>{name}</code></td>\s*<td[^>]*>{getattr(analysis, name):g}", guide), name
     assert "verdict:" in guide  # the worked example's summary

@@ -354,12 +354,14 @@ def test_facts_headline_is_optional_and_defensive(gpu):
 
         def to_dict(self):
             return {
-                "window": {"gpu_busy_pct": 37.6, "verdict": self.verdict},
-                "steps": [{"gpu_busy_pct": 1.0}],
+                "window": {"window_busy_pct": 12.0, "launched": {"busy_pct": 37.6}, "verdict": self.verdict},
+                "steps": [{"launched": {"busy_pct": 1.0}}],
             }
 
     svg = render_timeline(gpu, facts=Facts("compute-bound"))
-    assert "GPU busy 38% · compute-bound" in texts(parse(svg), "headline")
+    assert "GPU busy 38% of launched work · compute-bound" in texts(parse(svg), "headline")
+    # Without the launched work, the time-window share, named as such.
+    assert timeline.facts_headline({"window_busy_pct": 12.0}) == "GPU busy 12% of the window"
     assert timeline.facts_headline({"verdict": {"label": "overhead-bound"}}) == "overhead-bound"
     assert timeline.facts_headline(object()) == ""
     assert timeline.facts_headline(None) == ""
@@ -443,19 +445,22 @@ def test_profiler_overhead_gets_a_lane_of_its_own_after_the_program():
 
 def test_headline_uses_the_facts_of_the_drawn_window(gpu):
     facts = {
-        "window": {"label": "whole trace", "gpu_busy_pct": 10.0, "verdict": {"label": "mixed"}},
-        "steps": [{"label": "ProfilerStep#2", "gpu_busy_pct": 20.7, "verdict": {"label": "overhead-bound"}}],
+        "window": {"label": "whole trace", "launched": {"busy_pct": 10.0}, "verdict": {"label": "mixed"}},
+        "steps": [{"label": "ProfilerStep#2", "launched": {"busy_pct": 20.7},
+                   "verdict": {"label": "overhead-bound"}}],
     }
-    assert timeline.facts_headline(facts, "ProfilerStep#2") == "GPU busy 21% · overhead-bound"
-    assert timeline.facts_headline(facts, "250-1250 us") == "whole trace: GPU busy 10% · mixed"
+    assert timeline.facts_headline(facts, "ProfilerStep#2") == "GPU busy 21% of launched work · overhead-bound"
+    assert timeline.facts_headline(facts, "250-1250 us") == "whole trace: GPU busy 10% of launched work · mixed"
 
 
 def test_headline_from_the_analyzer_when_it_is_there(gpu):
     analysis = pytest.importorskip("scripts.analysis")
     window = select_window(gpu)
+    drawn = analysis.facts(gpu, window=window).window
     svg = render_timeline(gpu, window, facts=analysis.facts(gpu, window=window))
     (headline,) = texts(parse(svg), "headline")
-    assert headline.startswith("GPU busy ")
+    # The badge shows the drawn window's verdict and the busy share it is made of, named.
+    assert headline == f"GPU busy {drawn.launched.busy_pct:.0f}% of launched work · {drawn.verdict.label}"
 
 
 def test_same_bytes_under_any_hash_seed(gpu_svg):
