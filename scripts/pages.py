@@ -21,10 +21,10 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from html import escape
 from pathlib import Path
 
 from scripts import cache, catalog, freeze
+from scripts.markup import Markup, concat, h, join, table, writable
 from scripts.table import ProfilerTable, parse_table, render_table, to_us
 
 PERFETTO_UI = "https://ui.perfetto.dev"
@@ -74,16 +74,15 @@ def svg_size(svg: str) -> tuple[str, str]:
     return (match.group(1), match.group(2)) if match else ("900", "300")
 
 
-def zoomable_figure(site_path: str, svg: Path, alt: str, caption: str, css_class: str = "timeline") -> str:
+def zoomable_figure(site_path: str, svg: Path, alt: str, caption: str, css_class: str = "timeline") -> Markup:
     """An SVG file published at `site_path`, shown as an <img> the lightbox zooms (it zooms images,
     not inline SVG), its size reserved from the viewBox."""
     width, height = svg_size(svg.read_text())
     src = publish(site_path, svg)
-    return (
-        f'<figure class="{css_class}"><a class="glightbox" href="{src}" data-type="image">'
-        f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
-        f"<figcaption>{escape(caption)}</figcaption></figure>"
-    )
+    image = h("img", {"src": src, "alt": alt, "loading": "lazy", "width": width, "height": height})
+    return h("figure", {"class": css_class},
+             h("a", {"class": "glightbox", "href": src, "data-type": "image"}, image),
+             h("figcaption", None, caption))
 
 
 @dataclass
@@ -156,10 +155,10 @@ class Run:
         ]
         return "Run on " + " · ".join(bits)
 
-    def table(self) -> str:
+    def table(self) -> Markup:
         return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
 
-    def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> str:
+    def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> Markup:
         """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only) of
         ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
@@ -196,43 +195,41 @@ class Run:
 
             from scripts.analysis import facts, summary_text
 
-            return summary_text(replace(facts(self.trace), source=shown))
+            return writable(summary_text(replace(facts(self.trace), source=shown)))
 
         return cache.cached_text("summary", parts, compute).read_text()
 
-    def facts(self) -> str:
+    def facts(self) -> Markup:
         """The analyzer's headline facts about the whole trace, as a box."""
         return render_facts_box(load_facts_json(self), relative_url(FACTS_GUIDE))
 
-    def links(self) -> str:
+    def links(self) -> Markup:
         """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""
         site_path = trace_site_path(self.example)
         href = publish(site_path, self.example.trace_path)
         name = self.example.trace_path.name
         size_kb = self.example.trace_path.stat().st_size / 1024
-        html = [
-            f'<div class="trace-actions">'
-            f'<a class="md-button" href="{href}" download="{name}">Download trace '
-            f'<small>({size_kb:,.0f} KB)</small></a>'
-            f'<button type="button" class="md-button md-button--primary perfetto-open" '
-            f'data-trace="{href}" data-title="{escape(self.example.key)}" data-file="{name}">'
-            f"Open in Perfetto</button>"
+        parts = [
+            h("a", {"class": "md-button", "href": href, "download": name},
+              "Download trace ", h("small", None, f"({size_kb:,.0f} KB)")),
+            h("button", {"type": "button", "class": "md-button md-button--primary perfetto-open",
+                         "data-trace": href, "data-title": self.example.key, "data-file": name},
+              "Open in Perfetto"),
         ]
         if SITE.site_url.startswith("https://"):
             absolute = SITE.site_url.rstrip("/") + "/" + site_path
-            html.append(f'<a class="perfetto-share" href="{PERFETTO_UI}/#!/?url={absolute}">'
-                        f"Shareable Perfetto link</a>")
-        html.append("</div>")
-        return "".join(html)
+            parts.append(h("a", {"class": "perfetto-share", "href": f"{PERFETTO_UI}/#!/?url={absolute}"},
+                           "Shareable Perfetto link"))
+        return h("div", {"class": "trace-actions"}, parts)
 
 
 FACTS_GUIDE = "guide/analyze-your-trace/"
 
 
-def render_facts_box(facts: dict, guide_href: str) -> str:
+def render_facts_box(facts: dict, guide_href: str) -> Markup:
     """A compact box of the analyzer's headline facts about a whole trace."""
     w = facts["window"]
-    rows = [("Verdict", f"<strong>{escape(w['verdict']['label'])}</strong>: {escape(w['verdict']['reason'])}")]
+    rows = [("Verdict", concat(h("strong", None, w["verdict"]["label"]), ": ", w["verdict"]["reason"]))]
     if facts["has_gpu_activity"]:
         launched = w["launched"]
         rows.append(("GPU busy", f"{w['window_busy_pct']:.1f}% of the trace's time ({format_us(w['window_busy_us'])}); "
@@ -242,29 +239,28 @@ def render_facts_box(facts: dict, guide_href: str) -> str:
         rows.append(("Idle (HTA's breakdown)", f"{idle['idle_pct']:.1f}% idle · {idle['compute_pct']:.1f}% compute · "
                                                f"{idle['non_compute_pct']:.1f}% non-compute"))
         launches = w["launches"]
-        apis = ", ".join(f"<code>{escape(api)}</code> {n}" for api, n in launches["by_api"].items())
+        apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches["by_api"].items()))
         delay = launches.get("delay_p50_us")
-        rows.append(("Launches", f"{launches['launches']} ({apis})"
-                                 + (f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
-        kinds = ", ".join(f"{n} {escape(kind)}" for kind, n in w["activities_by_kind"].items())
+        rows.append(("Launches", concat(f"{launches['launches']} (", apis, ")",
+                                        f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
+        kinds = join(", ", (f"{n} {kind}" for kind, n in w["activities_by_kind"].items()))
         rows.append(("GPU activities", kinds))
         top = w["top_kernels"][0]
-        rows.append(("Top kernel", f"<code>{escape(top['name'])}</code>, {top['share_pct']:.0f}% of GPU time"))
+        rows.append(("Top kernel", concat(h("code", None, top["name"]), f", {top['share_pct']:.0f}% of GPU time")))
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
     rows.append(("CPU busy", f"{w['cpu_busy_pct']:.1f}% of the trace ({format_us(w['cpu_busy_us'])})"))
     if facts["steps"]:
-        steps = "; ".join(
-            f"#{step['label'].split('#')[-1]} {escape(step['verdict']['label'])}"
+        steps = join("; ", (
+            f"#{step['label'].split('#')[-1]} {step['verdict']['label']}"
             + (f" ({step['launched']['busy_pct']:.0f}% GPU busy of launched work)" if step["launched"] else "")
             for step in facts["steps"]
-        )
+        ))
         rows.append(("Per ProfilerStep", steps))
-    body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
-    return (
-        '<div class="admonition abstract facts" data-search-exclude><p class="admonition-title">What the analyzer says '
-        f'(<a href="{guide_href}">how to read this</a>)</p><dl>{body}</dl></div>'
-    )
+    title = h("p", {"class": "admonition-title"},
+              "What the analyzer says (", h("a", {"href": guide_href}, "how to read this"), ")")
+    body = h("dl", None, [(h("dt", None, name), h("dd", None, value)) for name, value in rows])
+    return h("div", {"class": "admonition abstract facts", "data-search-exclude": True}, title, body)
 
 
 _runs: dict[tuple, Run] = {}
@@ -305,7 +301,7 @@ def _page_link(site_path: str) -> str:
     return relative_url(site_path) + ("/" if site_path.endswith("/") else "")
 
 
-def notebook_box(part: int | None = None) -> str:
+def notebook_box(part: int | None = None) -> Markup:
     """The box near the top of a post: its companion notebook (that of `part`, for a page beyond
     the series that shares one), to view or to download."""
     from scripts import notebooks
@@ -315,43 +311,40 @@ def notebook_box(part: int | None = None) -> str:
         raise LookupError(f"no notebook in scripts/notebooks.py has the post {SITE.page_url!r}"
                           + (f" or the part {part}" if part else ""))
     notebook = found[0]
-    return (
-        '<div class="admonition example companion-notebook"><p class="admonition-title">Companion '
-        f'notebook</p><p>Every example of this part as a notebook, to rerun on your GPU or on Colab: '
-        f'<a href="{_page_link(notebook.page_url)}">view it</a> · '
-        f'<a href="{_page_link(notebook.download_url)}" download>download it (.ipynb)</a>.</p></div>'
-    )
+    return h("div", {"class": "admonition example companion-notebook"},
+             h("p", {"class": "admonition-title"}, "Companion notebook"),
+             h("p", None, "Every example of this part as a notebook, to rerun on your GPU or on Colab: ",
+               h("a", {"href": _page_link(notebook.page_url)}, "view it"), " · ",
+               h("a", {"href": _page_link(notebook.download_url), "download": True}, "download it (.ipynb)"),
+               "."))
 
 
-def notebook_index() -> str:
+def notebook_index() -> Markup:
     """The Notebooks page's table: each part's notebook, its post and its download."""
     from scripts import notebooks
 
-    rows = "".join(
-        f'<tr><td><a href="{_page_link(n.page_url)}">{escape(n.title)}</a></td>'
-        f'<td><a href="{_page_link(n.post_url)}">Part {n.part}</a></td>'
-        f"<td>{len(n.runs)}</td>"
-        f'<td><a href="{_page_link(n.download_url)}" download>{escape(n.name)}.ipynb</a></td></tr>'
+    rows = [
+        [h("a", {"href": _page_link(n.page_url)}, n.title),
+         h("a", {"href": _page_link(n.post_url)}, f"Part {n.part}"),
+         len(n.runs),
+         h("a", {"href": _page_link(n.download_url), "download": True}, f"{n.name}.ipynb")]
         for n in notebooks.NOTEBOOKS
-    )
-    return ("<table><thead><tr><th>Notebook</th><th>Post</th><th>Examples</th><th>Download</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>")
+    ]
+    return table(["Notebook", "Post", "Examples", "Download"], rows)
 
 
-def notebook_actions(docs_path: str) -> str:
+def notebook_actions(docs_path: str) -> Markup:
     """Above a rendered notebook: its download and the post it belongs to ("" for other pages)."""
     from scripts import notebooks
 
     found = [n for n in notebooks.NOTEBOOKS if n.docs_path == docs_path]
     if not found:
-        return ""
+        return Markup("")
     notebook = found[0]
-    return (
-        '<div class="notebook-actions">'
-        f'<a class="md-button md-button--primary" href="{_page_link(notebook.download_url)}" '
-        f'download>Download the notebook (.ipynb)</a>'
-        f'<a class="md-button" href="{_page_link(notebook.post_url)}">Read Part {notebook.part}</a></div>'
-    )
+    return h("div", {"class": "notebook-actions"},
+             h("a", {"class": "md-button md-button--primary", "href": _page_link(notebook.download_url),
+                     "download": True}, "Download the notebook (.ipynb)"),
+             h("a", {"class": "md-button", "href": _page_link(notebook.post_url)}, f"Read Part {notebook.part}"))
 
 
 JUPYTER_CSS = "stylesheets/jupyter.css"  # mkdocs-jupyter's JupyterLab stylesheet, shared by the notebook pages
@@ -382,7 +375,7 @@ def notebook_html(html: str) -> str:
     the tables the posts already show, and the index would otherwise grow by half."""
     css_file, inline = _jupyter_css()
     if inline in html:
-        html = html.replace(inline, f'<link rel="stylesheet" href="{publish(JUPYTER_CSS, css_file)}">', 1)
+        html = html.replace(inline, h("link", {"rel": "stylesheet", "href": publish(JUPYTER_CSS, css_file)}), 1)
     for dead in (_MATHJAX, _MERMAID, _PYGMENTS_LIST):
         html = dead.sub("", html, count=1)
     # Material matches the excluded element by its tag alone, so the first </div> inside an

@@ -17,19 +17,19 @@ import json
 import math
 from dataclasses import asdict
 from functools import cached_property
-from html import escape
 from pathlib import Path
 
 from scripts import cache
 from scripts.analysis import short_name
 from scripts.blocks import BatchFacts, Sweep, SweepPoint
+from scripts.markup import Markup, concat, h, table, td, th
 from scripts.pages import Run, example, format_us, zoomable_figure
 from scripts.table import scrolling_table
 
 FACTS_CODE = ("blocks", "analysis", "trace", "intervals")
 
 
-def _figure(run: Run, name: str, svg: Path, alt: str, what: str) -> str:
+def _figure(run: Run, name: str, svg: Path, alt: str, what: str) -> Markup:
     return zoomable_figure(f"plots/{run.example.snippet}/{name}.svg", svg, alt,
                            f"{what} {run.caption()}. Click to zoom.", css_class="timeline plot")
 
@@ -49,13 +49,11 @@ def percent(value: float) -> str:
     return f"{value:.{digits}f}%"
 
 
-def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
-    num = ' class="num"'
-    thead = "".join(f'<th scope="col"{"" if i == 0 else num}>{escape(h)}</th>' for i, h in enumerate(head))
-    body = "".join("<tr>" + f'<th scope="row">{row[0]}</th>' + "".join(f'<td class="num">{cell}</td>' for cell in row[1:])
-                   + "</tr>" for row in rows)
-    return scrolling_table(f'<table class="prof"><caption>{escape(caption)}</caption><thead><tr>{thead}</tr>'
-                           f"</thead><tbody>{body}</tbody></table>", caption, searchable=False)
+def _table(head: list[str], rows: list[list], caption: str) -> Markup:
+    """Rows named by their first cell, numbers in the others."""
+    thead = [th(name, {"scope": "col", "class": "num" if i else None}) for i, name in enumerate(head)]
+    body = [[th(row[0], {"scope": "row"}), *(td(cell, {"class": "num"}) for cell in row[1:])] for row in rows]
+    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
 
 
 # --- the matmul + add sweep ----------------------------------------------------------------------
@@ -81,14 +79,14 @@ class SweepView:
     def point(self, mode: str, size: int) -> SweepPoint:
         return self.data.point(mode, size)
 
-    def table(self, modes: tuple[str, ...] | None = None) -> str:
+    def table(self, modes: tuple[str, ...] | None = None) -> Markup:
         """One row per block, by size then mode."""
         sweep = self.data
         chosen = [p for p in sweep.points if modes is None or p.mode in modes]
         rows = []
         for p in sorted(chosen, key=lambda p: (p.size, sweep.modes().index(p.mode))):
             rows.append([
-                f"{p.mode} <code>n={p.size}</code>",
+                concat(f"{p.mode} ", h("code", None, f"n={p.size}")),
                 format_us(p.cpu_us_per_step),
                 format_us(p.wall_us_per_step),
                 format_us(p.gpu_us_per_step),
@@ -96,13 +94,13 @@ class SweepView:
                 f"{p.launches_per_step:g}",
                 f"{p.tflops:.3g}",
                 percent(sweep.share_of_peak(p)),
-                escape(p.verdict),
+                p.verdict,
             ])
         head = ["block", "host per step", "wall per step", "GPU busy per step", "GPU busy",
                 "launches per step", "TFLOP/s", "of peak", "verdict"]
         return _table(head, rows, f"Every block of the sweep, read off its trace — {self.run.caption()}")
 
-    def times_plot(self) -> str:
+    def times_plot(self) -> Markup:
         from scripts.plots import sweep_times
 
         svg = _plot(self.run, "times", lambda: sweep_times(self.data))
@@ -110,7 +108,7 @@ class SweepView:
                        "Host time and GPU busy time per step against matrix size, for eager, "
                        "torch.compile and CUDA graph", "Host and GPU time per step (log scales).")
 
-    def tflops_plot(self) -> str:
+    def tflops_plot(self) -> Markup:
         from scripts.plots import sweep_tflops
 
         svg = _plot(self.run, "tflops", lambda: sweep_tflops(self.data))
@@ -175,8 +173,8 @@ class LLMView:
 
         return json.loads(cache.cached_text("llm", parts, compute, suffix=".json").read_text())
 
-    def kernels_table(self, batch: int, top: int = 5) -> str:
-        rows = [[f"<code>{escape(short_name(k['name'], 110))}</code>", f"{k['count']:g}",
+    def kernels_table(self, batch: int, top: int = 5) -> Markup:
+        rows = [[h("code", None, short_name(k["name"], 110)), f"{k['count']:g}",
                  format_us(k["ms_per_step"] * 1e3)] for k in self.kernels(batch, top)]
         return _table(["GPU activity", "per step", "time per step"], rows,
                       f"The {top} costliest GPU activities per step at batch {batch}: "
@@ -202,7 +200,7 @@ def _batch_row(label: str, b: BatchFacts) -> list[str]:
         f"{b.gaps_per_step:.0f}",
         f"{b.launches_per_step:.0f}",
         f"{b.kernels_per_step:.0f}",
-        escape(b.verdict),
+        b.verdict,
     ]
 
 
@@ -210,19 +208,19 @@ BATCH_HEAD = ["run", "per step", "tokens/s", "GPU busy", "GPU busy per step", "G
               "gaps per step", "launches per step", "kernels per step", "verdict"]
 
 
-def compare(rows: dict[str, tuple[str, int]], caption: str) -> str:
+def compare(rows: dict[str, tuple[str, int]], caption: str) -> Markup:
     """One row per (label -> (example key, batch)): the runs side by side."""
-    table_rows = [_batch_row(escape(label), llm(key).batch(size)) for label, (key, size) in rows.items()]
+    table_rows = [_batch_row(label, llm(key).batch(size)) for label, (key, size) in rows.items()]
     return _table(BATCH_HEAD, table_rows, caption)
 
 
-def batch_table(key: str) -> str:
+def batch_table(key: str) -> Markup:
     view = llm(key)
     rows = [_batch_row(f"batch {b.batch}", b) for b in view.batches]
     return _table(BATCH_HEAD, rows, f"{view.run.example.command} — {view.run.caption()}")
 
 
-def tokens_plot(series: dict[str, str]) -> str:
+def tokens_plot(series: dict[str, str]) -> Markup:
     """Tokens per second against batch size, one line per (legend label -> example key)."""
     from scripts.plots import tokens_per_second
 
