@@ -104,6 +104,7 @@ class Scrubber:
     users: tuple[str, ...] = ()
     _names: re.Pattern | None = field(default=None, init=False, repr=False, compare=False)
     _roots: re.Pattern | None = field(default=None, init=False, repr=False, compare=False)
+    _hosts: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self):
         # Longest first, so that a path is cut at its most specific root; the first of equals wins.
@@ -117,6 +118,7 @@ class Scrubber:
             alternation = "|".join(re.escape(r) for r, _ in self.roots)
             object.__setattr__(self, "_roots", re.compile(
                 rf"(?<![\w.~/\\-])(?:{alternation})(?=[/\\{_END}]|$)[^{_END}]*"))
+        object.__setattr__(self, "_hosts", frozenset(h.lower() for h in self.hosts))
         words = sorted({w for w in (*self.hosts, *self.users) if _usable_name(w)}, key=len, reverse=True)
         if words:
             alternation = "|".join(map(re.escape, words))
@@ -144,7 +146,7 @@ class Scrubber:
         if SAFE_SOURCE.fullmatch(file):
             return file
         if _absolute(file):
-            reduced = reduce_path(file.replace("\\", "/") if not file.startswith("/") else file, self.roots)
+            reduced = reduce_path(file, self.roots)
             if reduced is not None and SAFE_SOURCE.fullmatch(reduced):
                 return reduced
         return "<path>"
@@ -168,8 +170,7 @@ class Scrubber:
     def _names_out(self, text: str) -> str:
         if self._names is None:
             return text
-        hosts = {h.lower() for h in self.hosts}
-        return self._names.sub(lambda m: "<host>" if m.group(0).lower() in hosts else "<user>", text)
+        return self._names.sub(lambda m: "<host>" if m.group(0).lower() in self._hosts else "<user>", text)
 
     # --- checking -----------------------------------------------------------------------------
 
