@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 import re
 import shutil
@@ -375,3 +376,23 @@ def test_a_broken_metadata_file_fails_the_strict_build_with_one_message(tmp_path
     assert done.returncode != 0
     assert f"{KEY} is invalid: {META_REL} holds null, not an object" in output
     assert COMMAND in output and "Traceback" not in output
+
+
+def test_a_page_block_that_reads_a_broken_metadata_file_is_one_warning(caplog):
+    """markdown-exec logs a failing block with its traceback; under `mkdocs serve` one whose cause is
+    unusable metadata is the MetaError's one line."""
+    from scripts import mkdocs_hooks
+
+    block_logger = logging.getLogger("mkdocs.plugins.markdown_exec.some_module")
+    mkdocs_hooks.shorten_metadata_failures()
+    mkdocs_hooks.shorten_metadata_failures()  # once per build under serve: still one filter
+    assert len(block_logger.filters) == 1
+    cause = f"{META_REL} is not valid JSON (x); run `make refresh ONLY={KEY}` on a GPU machine"
+    caplog.set_level("WARNING")
+    block_logger.warning("markdown_exec: Execution of python code block exited with errors\n\nCode block is:\n\n"
+                         "  run.meta\n\nOutput is:\n\n  Traceback (most recent call last):\n    File ...\n"
+                         f"  scripts.meta.MetaError: {cause}\n")
+    block_logger.warning("markdown_exec: Execution of python code block exited with errors\n  KeyError: 'x'")
+    first, other = [r.getMessage() for r in caplog.records]
+    assert first.endswith(f"could not run: {cause}") and "\n" not in first and "Traceback" not in first
+    assert "KeyError: 'x'" in other  # any other failure keeps markdown-exec's message
