@@ -421,21 +421,24 @@ def _code(source: str, outputs: list[dict] | None = None, metadata: dict | None 
             "outputs": outputs or [], "source": source}
 
 
-def _example_meta(example: Example) -> dict:
+def _example_meta(example: Example) -> freeze.Meta:
     if freeze.status(example).state == "missing":
         raise NotebookError(f"{example.key} has no frozen run; run "
                             f"`{freeze.REFRESH_HINT.format(key=example.key)}` on a GPU machine")
-    return freeze.read_meta(example)
+    try:
+        return freeze.read_meta(example)
+    except freeze.MetaError as err:
+        raise NotebookError(str(err)) from None
 
 
-def _runs_metadata(metas: list[dict]) -> list[dict]:
+def _runs_metadata(metas: list[freeze.Meta]) -> list[dict]:
     """The GPU runs the outputs come from: one entry per environment and day (usually one). The
     environment is the one scripts/freeze.py records (GPU, driver, CUDA, torch, Python, and any
     package it adds): versions only, nothing that names the machine."""
     runs = {}
     for meta in metas:
-        entry = dict(meta["environment"])
-        entry["date"] = meta["date"][:10]
+        entry = meta.environment.to_json()
+        entry["date"] = meta.day
         runs[json.dumps(entry, sort_keys=True)] = entry
     return [runs[key] for key in sorted(runs)]
 
@@ -454,7 +457,7 @@ def build(notebook: Notebook) -> dict:
         metas.append(meta)
         cells.append(_markdown(cell.look_for))
         cells.append(_code(_run_source(example), _outputs(example),
-                           {"frozen": {"example": example.key, "inputs_hash": meta["inputs_hash"]}}))
+                           {"frozen": {"example": example.key, "inputs_hash": meta.inputs_hash}}))
     cells.append(_markdown(_closing(notebook)))
     _number(cells)
     return {

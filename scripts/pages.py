@@ -92,12 +92,9 @@ class Run:
     example: catalog.Example
 
     @cached_property
-    def meta(self) -> dict:
-        if not self.example.meta_path.exists():
-            raise FileNotFoundError(
-                f"{self.example.key} has no frozen artifacts; "
-                f"run `{freeze.REFRESH_HINT.format(key=self.example.key)}` on a GPU machine"
-            )
+    def meta(self) -> freeze.Meta:
+        """The run's metadata, checked: a missing or unusable file raises one line naming it and the
+        command to run (freeze.MetaError)."""
         return freeze.read_meta(self.example)
 
     @cached_property
@@ -144,14 +141,14 @@ class Run:
         return to_us(value)
 
     def caption(self) -> str:
-        env = self.meta["environment"]
-        where = env.get("gpu") or "CPU"
+        env = self.meta.environment
+        where = env.gpu or "CPU"
         bits = [
-            where + (f" (driver {env['driver']})" if env.get("driver") else ""),
-            f"torch {env['torch']}" + (f", CUDA {env['cuda']}" if env.get("cuda") else "")
-            + "".join(f", {name} {version}" for name, version in (env.get("packages") or {}).items() if version),
-            f"Python {env['python']}",
-            self.meta["date"][:10],
+            where + (f" (driver {env.driver})" if env.driver else ""),
+            f"torch {env.torch}" + (f", CUDA {env.cuda}" if env.cuda else "")
+            + "".join(f", {name} {version}" for name, version in (env.packages or {}).items() if version),
+            *([f"Python {env.python}"] if env.python else []),
+            self.meta.day,
         ]
         return "Run on " + " · ".join(bits)
 

@@ -120,8 +120,8 @@ def test_caption_names_the_run(part1):
     meta = catalog.get("01_matmul_add/64_bf16_cold_eager")
     from scripts.freeze import read_meta
 
-    env = read_meta(meta)["environment"]
-    assert env["gpu"] in html and env["torch"] in html
+    env = read_meta(meta).environment
+    assert env.gpu in html and env.torch in html
 
 
 def test_landing_and_rebuild_pages(built_site):
