@@ -27,7 +27,9 @@ REFRESH_HINT = "make refresh ONLY={key}"
 MAX_BYTES = 1 << 20  # a metadata file is a few hundred bytes; anything this large is not one
 DATE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_FILE_NAME = re.compile(r"[\w][\w.+-]*")  # an artifact beside the metadata: no directory, no dot file
+# An artifact beside the metadata: no directory part, no dot file, no control character. Other
+# characters are allowed: names come from the catalog's tags, and escaping is the pages' job.
+_FILE_NAME = re.compile(r"[^./\\\x00-\x1f\x7f][^/\\\x00-\x1f\x7f]*")
 
 
 class MetaError(ValueError):

@@ -9,6 +9,7 @@ top-level metadata, string args), its profiler table, its metadata, and a tag th
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,10 +73,24 @@ def poisoned_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def poisoned_meta() -> dict:
+def poisoned_meta(example=None) -> dict:
+    """Metadata as the refresh writes it (sealed, so the typed reader accepts it), with the payload
+    in every free-text field; the date is checked as a date, so it carries none."""
+    from scripts import meta
+
     environment = {"gpu": f"H200{PAYLOAD}", "driver": PAYLOAD, "torch": PAYLOAD, "cuda": PAYLOAD,
                    "python": PAYLOAD, "packages": {f"pkg{PAYLOAD}": PAYLOAD}}
-    return {"environment": environment, "date": f"2025-01-01{PAYLOAD}"}
+    inputs = {"snippet": f"snippets/{SNIPPET}.py", "snippet_sha256": "0" * 64,
+              "args": list(example.args) if example else [], "freeze_format": 1}
+    outputs = {}
+    if example is not None:
+        outputs = {path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+                   for path in (example.trace_path, example.table_path)}
+    return meta.seal({
+        "example": example.key if example else f"{SNIPPET}/{TAG}", "command": f"uv run {PAYLOAD}",
+        "inputs": inputs, "inputs_hash": meta.inputs_hash(inputs), "outputs": outputs,
+        "environment": environment, "date": "2025-01-01T00:00:00Z", "wall_time_s": 1.0,
+    })
 
 
 @dataclass(frozen=True)
@@ -100,5 +115,5 @@ def write_example(root: Path) -> LocalExample:
     with gzip.open(example.trace_path, "wt", encoding="utf-8") as out:
         json.dump(poisoned_trace(), out)  # ensure_ascii: the surrogate travels as \ud800
     example.table_path.write_text(poisoned_table(), encoding="utf-8")
-    example.meta_path.write_text(json.dumps(poisoned_meta()), encoding="utf-8")
+    example.meta_path.write_text(json.dumps(poisoned_meta(example)), encoding="utf-8")
     return example
