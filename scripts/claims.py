@@ -173,14 +173,14 @@ def compare(a: Spread | Sequence[float], b: Spread | Sequence[float], *, what: s
     b = b if isinstance(b, Spread) else samples(b, unit)
     if min(a.n, b.n) < MIN_SAMPLES:
         outcome = "indistinguishable"
-        reason = (f"not enough samples: {a.n} {names[0]} and {b.n} {names[1]}, "
-                  f"a comparison needs {MIN_SAMPLES} of each")
+        reason = (f"{a.n} sample{'s' * (a.n != 1)} of the {names[0]} and {b.n} of the {names[1]}, "
+                  f"where a comparison needs {MIN_SAMPLES} of each")
     elif a.high < b.low:
         outcome, reason = "lower", f"the {a.kind} spreads do not overlap"
     elif a.low > b.high:
         outcome, reason = "higher", f"the {a.kind} spreads do not overlap"
     else:
-        outcome, reason = "indistinguishable", "the spreads overlap"
+        outcome, reason = "indistinguishable", "their spreads overlap"
     return Comparison(what, a, b, names, outcome, reason)
 
 

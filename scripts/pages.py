@@ -245,6 +245,14 @@ class Run:
         unit = "" if field == "gpu.kernels" else "us"
         return samples(values, unit, f"{field} per step", [self.example.key])
 
+    def first_step_samples(self, field: str = "dur_us"):
+        """A Spread of one step field of each run's first recorded step (one value per run)."""
+        from scripts.claims import samples
+        from scripts.samples import first_step_values
+
+        values = first_step_values(self.samples(), field)
+        return samples(values, "" if field == "gpu.kernels" else "us", f"{field} of the first step", [self.example.key])
+
     def op_samples(self, name: str, field: str, *, skip_first: bool):
         """A Spread of an op's (or label's) `first_us`, `total_us` or `count`, one value per
         recorded step in which it ran, over every run."""

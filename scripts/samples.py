@@ -95,17 +95,24 @@ def _steps(digests: list[dict], skip_first: bool) -> list[dict]:
     return [step for run in digests for step in run["steps"][1 if skip_first else 0:]]
 
 
+def _field(step: dict, field: str) -> float | None:
+    value = step
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def step_values(digests: list[dict], field: str, *, skip_first: bool) -> list[float]:
     """One value per recorded step of every run: `dur_us`, or a GPU field (`gpu.busy_us`,
     `gpu.kernels`). `skip_first` leaves out each run's first recorded step."""
-    values = []
-    for step in _steps(digests, skip_first):
-        value = step
-        for part in field.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, (int, float)):
-            values.append(float(value))
-    return values
+    values = [_field(step, field) for step in _steps(digests, skip_first)]
+    return [v for v in values if v is not None]
+
+
+def first_step_values(digests: list[dict], field: str) -> list[float]:
+    """The same field of each run's first recorded step only: one value per run."""
+    values = [_field(run["steps"][0], field) for run in digests if run["steps"]]
+    return [v for v in values if v is not None]
 
 
 def op_values(digests: list[dict], name: str, field: str, *, skip_first: bool) -> list[float]:
