@@ -94,7 +94,17 @@ def on_page_markdown(markdown, page, **kwargs):
     return markdown
 
 
+def unshown_examples(used: set[str]) -> list[str]:
+    """One message per frozen example of the catalog that no page reads: show it where it
+    teaches something, or drop it from scripts/catalog.py and traces/."""
+    return [f"{e.key} is frozen but shown on no page: show it (example(...) and its links()) or "
+            f"remove it from scripts/catalog.py and traces/" for e in catalog.EXAMPLES if e.key not in used]
+
+
 def on_post_build(config):
+    from scripts.claims import LEDGER
+
+    LEDGER.site_problems += unshown_examples(set().union(*LEDGER.used.values()))  # reported by mkdocs_claims
     site_dir = Path(config.site_dir)
     for site_path, source in sorted(pages.SITE.assets.items()):
         target = site_dir / site_path

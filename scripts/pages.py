@@ -16,7 +16,6 @@ built site.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -159,20 +158,9 @@ class Run:
         """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only) of
         ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
-        from scripts.trace import select_window
+        from scripts import render
 
-        parts = [cache.file_digest(self.example.trace_path), str(step), str(max_kb), str(block),
-                 cache.code_digest("timeline", "trace", "intervals", "analysis")]
-
-        def render() -> str:
-            from scripts.analysis import facts
-            from scripts.timeline import SIZE_BUDGET_BYTES, render_timeline
-
-            window = select_window(self.trace, step=step, annotation=block)
-            return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window),
-                                   size_budget=max_kb * 1000 if max_kb else SIZE_BUDGET_BYTES)
-
-        svg = cache.cached_text("timeline", parts, render, suffix=".svg")
+        svg = cache.cached_file("timeline", render.timeline_svg, self.trace_input, step, max_kb, block, suffix=".svg")
         name = self.example.tag + (f"_step{step}" if step is not None else "")
         name += "_" + re.sub(r"[^A-Za-z0-9]+", "-", block).strip("-") if block else ""
         return zoomable_figure(
@@ -183,18 +171,10 @@ class Run:
     def summary(self) -> str:
         """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash),
         naming the trace by its path in the repository, never by this checkout's absolute path."""
+        from scripts import render
+
         shown = self.example.trace_path.relative_to(catalog.ROOT).as_posix()
-        parts = [cache.file_digest(self.example.trace_path), shown,
-                 cache.code_digest("analysis", "trace", "intervals")]
-
-        def compute() -> str:
-            from dataclasses import replace
-
-            from scripts.analysis import facts, summary_text
-
-            return writable(summary_text(replace(facts(self.trace), source=shown)))
-
-        return cache.cached_text("summary", parts, compute).read_text()
+        return cache.cached_file("summary", render.summary, self.trace_input, shown).read_text()
 
     def facts(self) -> Markup:
         """The analyzer's headline facts about the whole trace, as a box."""
@@ -206,6 +186,7 @@ class Run:
         href = publish(site_path, self.example.trace_path)
         name = self.example.trace_path.name
         size_kb = self.example.trace_path.stat().st_size / 1024
+        _ledger().link(self.example.key)
         parts = [
             h("a", {"class": "md-button", "href": href, "download": name},
               "Download trace ", h("small", None, f"({size_kb:,.0f} KB)")),
@@ -218,6 +199,62 @@ class Run:
             parts.append(h("a", {"class": "perfetto-share", "href": f"{PERFETTO_UI}/#!/?url={absolute}"},
                            "Shareable Perfetto link"))
         return h("div", {"class": "trace-actions"}, parts)
+
+    # Typed facts and repeated measurements (scripts.render computes them, scripts.cache keeps them).
+
+    @property
+    def trace_input(self) -> cache.FileInput:
+        """The trace as an input of a cached computation: keyed by the file, parsed once."""
+        return cache.FileInput(self.example.trace_path, lambda: self.trace)
+
+    def trace_facts(self, window=None):
+        """The analyzer's TraceFacts about this run (over `window`, default the whole trace)."""
+        from scripts import render
+
+        return cache.cached("facts", render.trace_facts, self.trace_input, window)
+
+    def samples(self) -> list[dict]:
+        """scripts.samples' digests of every run of this example: the shown trace's, then those
+        of the extra process runs the refresh stored beside it (none for older runs)."""
+        return list(self._digests)
+
+    @cached_property
+    def _digests(self) -> tuple[dict, ...]:
+        from scripts import render
+        from scripts.samples import read_extra_runs, samples_path
+
+        try:
+            extra = read_extra_runs(samples_path(self.example.trace_path))
+        except ValueError as err:
+            raise ValueError(f"{self.example.key}: {err}") from None
+        return (cache.cached("samples", render.sample_digest, self.trace_input), *extra)
+
+    def step_samples(self, field: str = "dur_us", *, skip_first: bool):
+        """A Spread of one step field (`dur_us`, `gpu.busy_us`, `gpu.kernels`) over every
+        recorded step of every run; `skip_first` leaves out each run's first recorded step."""
+        from scripts.claims import samples
+        from scripts.samples import step_values
+
+        values = step_values(self.samples(), field, skip_first=skip_first)
+        unit = "" if field == "gpu.kernels" else "us"
+        return samples(values, unit, f"{field} per step", [self.example.key])
+
+    def first_step_samples(self, field: str = "dur_us"):
+        """A Spread of one step field of each run's first recorded step (one value per run)."""
+        from scripts.claims import samples
+        from scripts.samples import first_step_values
+
+        values = first_step_values(self.samples(), field)
+        return samples(values, "" if field == "gpu.kernels" else "us", f"{field} of the first step", [self.example.key])
+
+    def op_samples(self, name: str, field: str, *, skip_first: bool):
+        """A Spread of an op's (or label's) `first_us`, `total_us` or `count`, one value per
+        recorded step in which it ran, over every run."""
+        from scripts.claims import samples
+        from scripts.samples import op_values
+
+        values = op_values(self.samples(), name, field, skip_first=skip_first)
+        return samples(values, "" if field == "count" else "us", f"{name} {field}", [self.example.key])
 
 
 FACTS_GUIDE = "guide/analyze-your-trace/"
@@ -274,20 +311,19 @@ def example(key: str) -> Run:
         version = None  # Run.meta raises with the command to run
     if (key, version) not in _runs:
         _runs[(key, version)] = Run(item)
+    _ledger().use(key, traced=item.trace_path.exists())  # the page reads its numbers: it shows its buttons
     return _runs[(key, version)]
 
 
+def _ledger():
+    from scripts.claims import LEDGER
+
+    return LEDGER
+
+
 def load_facts_json(run: Run, window=None) -> dict:
-    """The facts engine's output for a run, cached on disk by content hash."""
-    parts = [cache.file_digest(run.example.trace_path), repr(window),
-             cache.code_digest("analysis", "trace", "intervals")]
-
-    def compute() -> str:
-        from scripts.analysis import facts
-
-        return json.dumps(facts(run.trace, window=window).to_dict())
-
-    return json.loads(cache.cached_text("facts", parts, compute, suffix=".json").read_text())
+    """The facts engine's output for a run as JSON-ready dicts (Run.trace_facts is the typed form)."""
+    return run.trace_facts(window).to_dict()
 
 
 # --- companion notebooks (scripts/notebooks.py) -----------------------------------------------
