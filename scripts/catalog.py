@@ -19,6 +19,9 @@ class Example:
     snippet: str  # file stem under snippets/
     tag: str  # output stem the snippet writes: {tag}.json and {tag}.txt
     args: tuple[str, ...] = ()
+    # Fresh processes the refresh runs: the first gives the artifacts shown, every later one a
+    # per-step digest in samples_path (scripts/samples.py), for claims about noisy timings.
+    repeats: int = 1
 
     @property
     def key(self) -> str:
@@ -43,6 +46,11 @@ class Example:
     @property
     def meta_path(self) -> Path:
         return self.folder / f"{self.tag}.meta.json"
+
+    @property
+    def samples_path(self) -> Path:
+        """The digests of the runs after the first, when repeats > 1."""
+        return self.folder / f"{self.tag}.samples.json"
 
     @property
     def unavailable_path(self) -> Path:
