@@ -27,18 +27,23 @@ zygote: -> {"ready": true, "pid"} or {"refused": reason}, then exits
         {"op": "end"}
 """
 
-import ast
-import importlib
-import json
 import os
-import signal
 import sys
-import time
 
 # The script's own folder heads sys.path; scripts/trace.py there would shadow the standard
 # library's trace module for everything imported below (and for the snippets).
 if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+
+import ast  # noqa: E402
+import atexit  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import runpy  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
 
 # torch.cuda.is_available() asks NVML instead of the CUDA driver, which cannot be used in a child
 # once initialized in its parent; the children get the variable back as it was.
@@ -71,6 +76,39 @@ def receive() -> dict | None:
 def cuda_initialized() -> bool:
     torch = sys.modules.get("torch")
     return bool(torch is not None and torch.cuda.is_initialized())
+
+
+def why_children_cannot_use_cuda() -> str:
+    """Why a forked child could not use CUDA as a fresh process would ("" if it can), asked of a
+    child: torch marks every child a bad fork once its parent asked the CUDA runtime anything (a
+    device count, say), and a library that started the driver itself (cuInit) leaves children
+    that fail to make a context. Where there is a GPU the child makes one, then exits."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not hasattr(cuda, "_is_in_bad_fork"):
+        return ""
+    flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        why = ""
+        try:
+            if cuda._is_in_bad_fork():
+                why = "torch calls this process a bad fork"
+            elif torch.backends.cuda.is_built() and cuda.device_count() > 0:
+                cuda.init()
+        except BaseException as error:  # noqa: BLE001 - any failure is the answer
+            why = last_line(error)
+        os.write(write, why.encode()[:4000])
+        os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 4096):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def returncode(status: int) -> int:
@@ -135,6 +173,11 @@ def zygote(request: dict) -> int:
     if cuda_initialized():
         send({"refused": f"importing what {os.path.basename(script)} imports initialized CUDA"})
         return 0
+    why = why_children_cannot_use_cuda()
+    if why:
+        send({"refused": f"after importing what {os.path.basename(script)} imports, a forked child "
+                         f"cannot use CUDA ({why})"})
+        return 0
     send({"ready": True, "pid": os.getpid()})
     while (request := receive()) is not None and request.get("op") == "run":
         if cuda_initialized():
@@ -142,14 +185,6 @@ def zygote(request: dict) -> int:
             continue
         send(run(script, request))
     return 0
-
-
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _Timeout
 
 
 def run(script: str, request: dict) -> dict:
@@ -163,7 +198,6 @@ def run(script: str, request: dict) -> dict:
             os.setpgid(0, 0)
             code = child(script, request)
         except BaseException:  # noqa: BLE001 - setting up the child failed: say why, exit 1
-            import traceback
             traceback.print_exc()
         finally:
             os._exit(code)
@@ -172,18 +206,22 @@ def run(script: str, request: dict) -> dict:
     except OSError:
         pass  # the child did it first
     send({"pid": pid})
-    timed_out = False
-    signal.signal(signal.SIGALRM, _alarm)
+    fired = []
+
+    def at_timeout(signum, frame):
+        # The wait below resumes after this handler (PEP 475) and returns the killed status.
+        fired.append(signum)
+        _kill_group(pid)
+
+    signal.signal(signal.SIGALRM, at_timeout)
     try:
         signal.setitimer(signal.ITIMER_REAL, max(float(request["timeout_s"]), 0.001))
-        _, status = os.waitpid(pid, 0)
-    except _Timeout:
-        timed_out = True
-        _kill_group(pid)
         _, status = os.waitpid(pid, 0)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    # An alarm that came as the child was exiting on its own did not time it out.
+    timed_out = bool(fired) and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     return {"exit": returncode(status), "wall_s": time.perf_counter() - started, "timed_out": timed_out}
 
 
@@ -199,10 +237,6 @@ def _kill_group(pid: int) -> None:
 
 def child(script: str, request: dict) -> int:
     """Run the snippet as `python script *argv` would, and return its exit code."""
-    import runpy
-    import threading
-    import traceback
-
     os.close(REPLIES)
     os.chdir(request["cwd"])
     for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
@@ -227,7 +261,6 @@ def child(script: str, request: dict) -> int:
     # What the interpreter does on its way out: wait for threads, run atexit, flush.
     try:
         getattr(threading, "_shutdown", lambda: None)()
-        import atexit
         atexit._run_exitfuncs()
     except BaseException:  # noqa: BLE001
         traceback.print_exc()

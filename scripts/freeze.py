@@ -275,13 +275,22 @@ def snippet_dependencies(example: Example) -> list[str]:
     return [m.group(1).lower() for m in names if m and m.group(1).lower() != "torch"]
 
 
-def probe_environment(python: str, packages: list[str] = ()) -> dict:
+def probe_environment(python: str, packages: list[str] = (), runner=None) -> dict:
     """Versions of the interpreter that runs the snippets, of the packages named, and the GPU
-    driver."""
-    done = subprocess.run([python, "-c", ENV_PROBE, *packages], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{python} cannot import torch: {_last_line(done.stderr)}")
-    env = json.loads(done.stdout.strip().splitlines()[-1])
+    driver; asked through `runner` (a fork server's child saves an import of torch) if given."""
+    if runner is None:
+        done = subprocess.run([python, "-c", ENV_PROBE, *packages], capture_output=True, text=True, check=False)
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    else:
+        with tempfile.TemporaryDirectory(prefix="freeze-probe-") as tmp:
+            script, out, err = Path(tmp) / "probe.py", Path(tmp) / "stdout.txt", Path(tmp) / "stderr.txt"
+            script.write_text(ENV_PROBE)
+            done = runner.run(runners.Job(script, tuple(packages), ROOT, out, err, runners.DEFAULT_TIMEOUT_S))
+            code = done.returncode if done.ok else (done.returncode or 1)
+            stdout, stderr = out.read_text(errors="replace"), done.error or err.read_text(errors="replace")
+    if code != 0 or not stdout.strip():
+        raise RuntimeError(f"{python} cannot import torch: {_last_line(stderr)}")
+    env = json.loads(stdout.strip().splitlines()[-1])
     env["driver"] = _nvidia_driver()
     return env
 
@@ -331,6 +340,17 @@ class RunResult:
     total_s: float = 0.0  # every run of the example, sanitizing included
 
 
+# What a compiled run imports at its first torch.compile (seconds of Python, before any recorded
+# step): a fork server imports it once, for the compiled runs of a snippet only, so that the
+# eager children carry no compiler for their garbage collector to walk.
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
+
+
+def preloaded(example: Example) -> tuple[str, ...]:
+    """The modules a fork server imports for this example beside its snippet's own imports."""
+    return COMPILER_MODULES if "--compile" in example.args else ()
+
+
 @dataclass
 class _Run:
     """One run of a snippet, sanitized: its outputs by artifact name, or why there are none."""
@@ -342,13 +362,14 @@ class _Run:
     trace: dict | None = None  # the sanitized trace (None where the example was unavailable)
 
 
-def _run_once(example: Example, run, timeout_s: float) -> _Run:
+def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True) -> _Run:
+    """Run the snippet once; without `artifacts`, keep only the sanitized trace (a repeat)."""
     with tempfile.TemporaryDirectory(prefix="freeze-") as tmp:
         out_dir = Path(tmp) / "out"
         out_dir.mkdir()
         stderr = Path(tmp) / "stderr.txt"
         job = runners.Job(example.script, (*example.args, "--trace_dir", str(out_dir)), ROOT,
-                          Path(tmp) / "stdout.txt", stderr, timeout_s)
+                          Path(tmp) / "stdout.txt", stderr, timeout_s, preloaded(example))
         done = run.run(job)
         wall, mode = done.wall_time_s, done.mode
         if done.timed_out:
@@ -372,6 +393,8 @@ def _run_once(example: Example, run, timeout_s: float) -> _Run:
         leaks = scrubber.leaks(trace) + scrubber.leaks(table)
         if leaks:
             return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
+    if not artifacts:
+        return _Run(wall_time_s=wall, mode=mode, trace=trace)
     trace_bytes = gzip_reproducibly(json.dumps(trace, separators=(",", ":")).encode())
     outputs = {example.trace_path.name: trace_bytes, example.table_path.name: table.encode()}
     return _Run(wall_time_s=wall, mode=mode, outputs=outputs, trace=trace)
@@ -392,7 +415,7 @@ def run_example(example: Example, python: str, environment: dict, *, runner=None
     if first.trace is not None and example.repeats > 1:
         digests = []
         for number in range(2, example.repeats + 1):
-            again = _run_once(example, run, timeout_s)
+            again = _run_once(example, run, timeout_s, artifacts=False)
             error = again.error or ("" if again.trace is not None else "it was unavailable this time")
             if error:
                 return RunResult(example, error=f"run {number} of {example.repeats}: {error}",
@@ -450,14 +473,17 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
     succeeded (or, with keep_going, those that did). Returns the number of failed examples."""
     started = time.perf_counter()
     packages = sorted({name for example in examples for name in snippet_dependencies(example)})
-    environment = probe_environment(python, packages)
-    runs = sum(example.repeats for example in examples)
-    log(f"refreshing {len(examples)} example(s), {runs} run(s), with torch {environment['torch']} on "
-        f"{environment['gpu'] or 'CPU'}")
     results = []
     with runners.open_runner(python, isolated=isolated, log=log) as run:
-        log(f"  runner: {run.kind}")
-        for example in examples:
+        log(f"runner: {run.kind}")
+        environment = probe_environment(python, packages, run)
+        runs = sum(example.repeats for example in examples)
+        log(f"refreshing {len(examples)} example(s), {runs} run(s), with torch {environment['torch']} on "
+            f"{environment['gpu'] or 'CPU'}")
+        # A snippet's eager runs, then its compiled ones: a fork server then switches between
+        # the two sets of imports once per snippet. Each run is a fresh process, in any order.
+        first_seen = {snippet: n for n, snippet in enumerate(dict.fromkeys(e.snippet for e in examples))}
+        for example in sorted(examples, key=lambda e: (first_seen[e.snippet], bool(preloaded(e)))):
             result = run_example(example, python, environment, runner=run, timeout_s=timeout_s)
             repeated = f", {example.repeats} runs {result.total_s:.1f} s" if example.repeats > 1 else ""
             log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s{repeated})"

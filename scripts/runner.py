@@ -70,6 +70,10 @@ class RunnerError(RuntimeError):
     """The fork server could not do what was asked; the message is one line."""
 
 
+class NoAnswer(RunnerError):
+    """The fork server said nothing in time (stuck, or its run outlived the timeout and grace)."""
+
+
 def fork_available() -> bool:
     # Linux only: macOS system frameworks are not safe to use in a forked child.
     return hasattr(os, "fork") and sys.platform.startswith("linux")
@@ -143,6 +147,7 @@ class ForkServer(_Closing):
         self.failures = 0
         self.broken = ""  # why the server is no longer used
         self._buffer = b""
+        self._zygote_script = ""
         self._stderr = tempfile.TemporaryFile()
 
     # --- the protocol ---
@@ -160,7 +165,7 @@ class ForkServer(_Closing):
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise RunnerError(f"the fork server did not answer within {timeout_s:g} s")
+                raise NoAnswer(f"the fork server did not answer within {timeout_s:g} s")
             chunk = os.read(fd, 65536)
             if not chunk:
                 raise RunnerError(f"the fork server exited: {self._last_stderr_line()}")
@@ -169,10 +174,16 @@ class ForkServer(_Closing):
         return json.loads(line)
 
     def _expect(self, key: str, timeout_s: float = REPLY_TIMEOUT_S) -> dict:
+        """The next reply, which must hold `key` (or be a refusal, which the caller handles)."""
         reply = self._receive(timeout_s)
-        if key not in reply:
-            raise RunnerError(f"the fork server answered {reply!r} where {key!r} was expected")
-        return reply
+        if key in reply or "refused" in reply:
+            return reply
+        if "zygote_exit" in reply:
+            code = reply["zygote_exit"]
+            how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+            self.zygote = self.zygote_pid = None
+            raise RunnerError(f"the fork server's process for {Path(self._zygote_script).name} died ({how})")
+        raise RunnerError(f"the fork server answered {reply!r} where {key!r} was expected")
 
     def _last_stderr_line(self) -> str:
         self._stderr.seek(0)
@@ -199,7 +210,8 @@ class ForkServer(_Closing):
             return True
         self._leave()
         self._send({"op": "zygote", "script": key[0], "preload": list(key[1])})
-        reply = self._receive(START_TIMEOUT_S)
+        self._zygote_script = key[0]
+        reply = self._expect("ready", START_TIMEOUT_S)
         if "refused" in reply:
             self._expect("zygote_exit")
             self.refused[key] = reply["refused"]
@@ -246,7 +258,7 @@ class ForkServer(_Closing):
                 return self.fallback.run(job)
             self._send({"op": "run", "argv": list(job.args), "cwd": str(job.cwd), "stdout": str(job.stdout),
                         "stderr": str(job.stderr), "timeout_s": job.timeout_s})
-            reply = self._receive(REPLY_TIMEOUT_S)
+            reply = self._expect("pid")
             if "refused" in reply:
                 self.refused[key] = reply["refused"]
                 self.log(f"  fork server refused a run of {job.script.name} ({reply['refused']}): its runs are isolated")
@@ -256,7 +268,7 @@ class ForkServer(_Closing):
             self.child_pid = None
             return Outcome(done["exit"], done["wall_s"], done["timed_out"], mode="forked")
         except RunnerError as error:
-            timed_out = "did not answer" in str(error) and self.child_pid is not None
+            timed_out = isinstance(error, NoAnswer) and self.child_pid is not None
             self._abandon(str(error))
             return Outcome(None, time.perf_counter() - started, timed_out, f"{error}", mode="forked")
         except BaseException:
