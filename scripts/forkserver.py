@@ -48,11 +48,8 @@ import traceback  # noqa: E402
 # torch.cuda.is_available() asks NVML instead of the CUDA driver, which cannot be used in a child
 # once initialized in its parent; the children get the variable back as it was.
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
-_NVML_BEFORE = os.environ.get(NVML_CHECK)
-os.environ[NVML_CHECK] = "1"
-
-REPLIES = os.dup(1)
-os.dup2(2, 1)
+_NVML_BEFORE: str | None = None
+REPLIES = -1  # the runner's end of the replies; main() sets it
 
 
 def send(message: dict) -> None:
@@ -278,5 +275,14 @@ def exit_code(code) -> int:
     return 1
 
 
-if __name__ == "__main__":
+def main() -> None:
+    global REPLIES, _NVML_BEFORE
+    _NVML_BEFORE = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    REPLIES = os.dup(1)
+    os.dup2(2, 1)
     root()
+
+
+if __name__ == "__main__":
+    main()

@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import shutil
+import subprocess
 import sys
 import textwrap
 import time
@@ -250,9 +251,9 @@ def test_repeats_enter_the_inputs_only_above_one(project):
     assert freeze.refresh([once], sys.executable, log=quiet) == 0
     status = freeze.status(twice)
     assert status.state == "stale" and "repeats changed from 1 to 2" in status.reason
-    # Back to one run: the samples file of the repeated run is removed with the rest replaced.
-    assert freeze.refresh([fake("a", "--counter", str(project / "c"), repeats=2)], sys.executable, log=quiet) == 0
-    assert (project / "traces" / "fake" / "a.samples.json").exists()
+    assert freeze.refresh([twice], sys.executable, log=quiet) == 0
+    assert (project / "traces" / "fake" / "a.samples.json").exists() and freeze.status(twice).ok
+    # Back to one run: the repeated run's samples file goes with the rest of its artifacts.
     assert freeze.refresh([once], sys.executable, log=quiet) == 0
     assert not (project / "traces" / "fake" / "a.samples.json").exists() and freeze.status(once).ok
 
@@ -397,3 +398,19 @@ def test_refresh_refuses_a_timeout_that_is_not_a_positive_number(value, capsys):
         cli.main(["refresh", "--timeout", value])
     assert exit.value.code == 2
     assert "expected a positive number of seconds" in capsys.readouterr().err
+
+
+def test_the_refresh_path_imports_only_the_standard_library():
+    """It runs on a bare GPU image: python -m scripts refresh, and the fork server before torch."""
+    probe = textwrap.dedent('''
+        import sys
+        sys.modules["torch"] = None  # importing torch fails
+        before = set(sys.modules)
+        import scripts.cli, scripts.freeze, scripts.runner, scripts.samples, scripts.forkserver
+        added = {name.split(".")[0] for name in set(sys.modules) - before}
+        print(sorted(added - set(sys.stdlib_module_names) - {"scripts"}))
+    ''')
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+                                        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
