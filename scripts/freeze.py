@@ -485,7 +485,7 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
         first_seen = {snippet: n for n, snippet in enumerate(dict.fromkeys(e.snippet for e in examples))}
         for example in sorted(examples, key=lambda e: (first_seen[e.snippet], bool(preloaded(e)))):
             result = run_example(example, python, environment, runner=run, timeout_s=timeout_s)
-            repeated = f", {example.repeats} runs {result.total_s:.1f} s" if example.repeats > 1 else ""
+            repeated = f"; {example.repeats} runs, {result.total_s:.1f} s in all" if example.repeats > 1 else ""
             log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s{repeated})"
                 + (f": {result.error}" if result.error else ""))
             results.append(result)
