@@ -7,6 +7,7 @@ builds the site, and runs the docs tooling in a child process.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from scripts import catalog, freeze, notebooks, runner

@@ -44,6 +44,8 @@ def test_digest_of_a_hand_worked_trace():
             "ops": {
                 "block": {"first_us": 5, "total_us": 80, "count": 1},
                 "aten::mm": {"first_us": 10, "total_us": 35, "count": 3},
+                # launch calls are host work too: the runtime and driver calls count as ops
+                "cudaLaunchKernel": {"first_us": 20, "total_us": 7, "count": 2},
                 "aten::add": {"first_us": 70, "total_us": 5, "count": 1},
             },
             # 130-230 and 230-240 touch: one busy interval of 110 us, past the step's end.
@@ -52,7 +54,8 @@ def test_digest_of_a_hand_worked_trace():
         {
             "name": "ProfilerStep#2",
             "dur_us": 50,
-            "ops": {"aten::mm": {"first_us": 15, "total_us": 10, "count": 1}},
+            "ops": {"cudaMemcpyAsync": {"first_us": 10, "total_us": 5, "count": 1},
+                    "aten::mm": {"first_us": 15, "total_us": 10, "count": 1}},
             "gpu": {"busy_us": 16, "kernels": 1},
         },
     ]}
@@ -60,7 +63,7 @@ def test_digest_of_a_hand_worked_trace():
 
 def test_ops_keep_their_order_of_first_appearance_and_a_trace_without_steps_has_none():
     names = list(samples_of(build_trace(TRACE))["steps"][0]["ops"])
-    assert names == ["block", "aten::mm", "aten::add"]
+    assert names == ["block", "aten::mm", "cudaLaunchKernel", "aten::add"]
     assert samples_of(build_trace({"traceEvents": [x("aten::mm", "cpu_op", 1, 2)]})) == {"steps": []}
 
 
