@@ -94,7 +94,8 @@ def _timelines(before: Run, after: Run, windows: list[Window]) -> Markup:
     span = shared_span_us(*windows)
     figures = []
     for role, run, window in (("before", before, windows[0]), ("after", after, windows[1])):
-        parts = [cache.file_digest(run.example.trace_path), window.label, repr(span), role,
+        # The window by its times: its label comes from the trace and may not even encode.
+        parts = [cache.file_digest(run.example.trace_path), repr((window.start, window.end, span)), role,
                  cache.code_digest("timeline", "trace", "intervals", "analysis", "pages_diff")]
 
         def render(run=run, window=window, role=role) -> str:

@@ -155,7 +155,8 @@ def test_uneven_comparisons_are_noted():
     shorter = before_trace()
     shorter["traceEvents"] = [e for e in shorter["traceEvents"] if e["name"] != "ProfilerStep#1"]
     d = diff(facts_of(shorter), facts_of(after_trace()))
-    assert "the windows hold 1 and 2 ProfilerSteps: compare the per-step values, not the window totals" in d.notes
+    assert ("the windows hold 1 and 2 ProfilerSteps: compare the per-step values, not the window "
+            "totals") in d.notes
 
 
 def test_text_names_every_delta(whole):
@@ -224,7 +225,8 @@ def test_cli_steady_step_without_steps_is_one_line(traces, tmp_path):
     bare.write_text(json.dumps(data))
     done = run(str(traces[0]), str(bare), "--diff", "--step", "steady", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr == f"error: {bare}: --step steady needs numbered ProfilerSteps, and the trace has none\n"
+    assert done.stderr == (f"error: {bare}: --step steady needs numbered ProfilerSteps, and the "
+                           "trace has none\n")
 
 
 def test_cli_steady_step_compares_each_traces_typical_step(traces, tmp_path):
@@ -291,3 +293,23 @@ def test_page_table_escapes_names_and_prints_the_deltas():
     cells = re.findall(r'<td class="num">([^<]*)</td>', rows["wall time per ProfilerStep"])
     assert cells == ["100 us", "40 us", "-60 us (×0.40)"]
     assert rows["GPU gaps of 5 us or more"].count("<td") == 3
+
+
+def test_compare_runs_shows_every_name_from_the_traces_as_text(tmp_path, monkeypatch):
+    """The whole page helper on the injected example of the escaping tests: names, step labels,
+    the example's tag (in the pictures' file names) and the metadata stay text."""
+    from scripts import cache, catalog, pages
+    from scripts.pages_diff import compare_runs
+    from tests.injected_trace import IMG, SCRIPT, write_example
+    from tests.test_escaping import assert_inert
+
+    monkeypatch.setattr(cache, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(catalog, "ROOT", tmp_path)
+    monkeypatch.setattr(pages, "SITE", pages.SiteState(page_url="blog/post/"))
+    run = pages.Run(write_example(tmp_path / "traces"))
+    parsed = assert_inert(compare_runs(run, run))
+    assert [attrs["src"].rsplit("_", 1)[-1] for tag, attrs in parsed.tags if tag == "img"] == [
+        "before.svg", "after.svg"]
+    assert "unchanged" in parsed.text and f"H200{IMG}{SCRIPT}" in parsed.text
+    for svg in (path for site_path, path in pages.SITE.assets.items() if site_path.endswith(".svg")):
+        assert_inert(svg.read_text(encoding="utf-8"))
