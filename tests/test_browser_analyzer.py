@@ -158,6 +158,33 @@ def test_both_servers_give_wasm_its_type():
     assert LiveReloadServer._guess_type("pyodide.mjs") == "application/javascript"
 
 
+# --- the built site, as files --------------------------------------------------------------------
+
+
+def test_the_page_opens_as_light_as_a_post_and_its_pyodide_is_the_vendored_one(built_site):
+    from tests.test_release import POST_WEIGHT_LIMIT, Site, loaded_on_open
+
+    site = Site(built_site)
+    page = built_site / PAGE / "index.html"
+    on_open = {page} | loaded_on_open(site, page)
+    assert sum(f.stat().st_size for f in on_open) < POST_WEIGHT_LIMIT
+    assert not [f for f in on_open if "pyodide" in f.as_posix() or f.suffix in (".wasm", ".py")]
+    assert built_site / "javascripts" / "analyzer.js" in on_open
+    served = built_site / pages_browser.PYODIDE_SITE_DIR
+    vendored = vendor_pyodide.vendored_dir()
+    assert sorted(p.name for p in served.iterdir()) == sorted(vendor_pyodide.PYODIDE_FILES)
+    assert all((served / n).read_bytes() == (vendored / n).read_bytes() for n in vendor_pyodide.PYODIDE_FILES)
+    shipped = built_site / pages_browser.PYTHON_SITE_DIR / "scripts"
+    assert sorted(p.stem for p in shipped.iterdir()) == list(pages_browser.shipped_modules())
+
+
+def test_the_repository_link_is_a_plain_link_on_every_page(built_site):
+    # Material's "source" component would ask api.github.com for the repository's stars.
+    for page in built_site.rglob("index.html"):
+        html = page.read_text(encoding="utf-8")
+        assert 'class="md-source"' in html and 'data-md-component="source"' not in html, page
+
+
 # --- in Chromium, on the built site -------------------------------------------------------------
 
 
@@ -223,6 +250,8 @@ def test_dropped_traces_show_the_cli_facts_and_stay_on_this_machine(session, tmp
         assert shown["steps"] == len(expected["steps"]) > 0
         assert shown["timeline"] > 0
         assert f"{trace.name}: analyzed on this machine" in shown["status"]
+    again = analyzed(page, plain)  # the same file chosen again is read again
+    assert again["facts"]["events"] == shown["facts"]["events"] and page.locator(".trace-analyzer .analyzer-output").is_visible()
     assert not session.external, session.external
     assert not session.problems, "\n".join(session.problems)
 

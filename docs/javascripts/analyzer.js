@@ -178,6 +178,8 @@ if (root) {
       finish(`${file.name}: analyzed on this machine in ${took} s${load}; nothing was uploaded.`);
     } catch (error) {
       fail(error.message);
+    } finally {
+      input.value = ""; // so that choosing the same file again reads it again
     }
   }
 
