@@ -89,8 +89,10 @@ def unpack(tarball: Path, root: Path = ROOT) -> Path:
         staging.mkdir()
         with tarfile.open(tarball) as archive:
             for name in PYODIDE_FILES:
-                member = archive.getmember(f"package/{name}")
-                source = archive.extractfile(member)
+                try:
+                    source = archive.extractfile(archive.getmember(f"package/{name}"))
+                except KeyError:
+                    raise VendorError(f"{tarball.name} has no package/{name}") from None
                 if source is None:
                     raise VendorError(f"{tarball.name}: package/{name} is not a file")
                 (staging / name).write_bytes(source.read())
@@ -118,7 +120,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         folder = fetch(tarball=args.tarball)
-    except (VendorError, OSError, tarfile.TarError, KeyError) as err:
+    except (VendorError, OSError, tarfile.TarError) as err:
         print(f"error: vendor_pyodide: {err}", file=sys.stderr)
         return 2
     print(f"Pyodide {PYODIDE_VERSION}: {folder.relative_to(ROOT)}/")

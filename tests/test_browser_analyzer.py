@@ -198,7 +198,7 @@ SHOWN = """(root) => ({
 })"""
 DONE = "!document.querySelector('.trace-analyzer').hasAttribute('aria-busy')"
 TIMELINE_LOADED = """() => { const img = document.querySelector('.trace-analyzer .analyzer-timeline img');
-                           return img.src.startsWith('blob:') && img.complete; }"""
+                           return Boolean(img) && img.src.startsWith('blob:') && img.complete; }"""
 
 
 def analyzed(page, path: Path, timeout: int = 120_000) -> dict:
@@ -304,3 +304,35 @@ def test_names_from_the_trace_and_the_file_stay_text(session, tmp_path):
     assert injected["handlers"] == [] and injected["scripts"] == 0 and dialogs == []
     assert IMG in injected["text"]  # shown, as text
     assert not session.problems, "\n".join(session.problems)
+
+
+DROP = """([name, text]) => {
+  const transfer = new DataTransfer();
+  transfer.items.add(new File([text], name, {type: "application/json"}));
+  const where = document.querySelector("article");
+  for (const type of ["dragover", "drop"]) {
+    where.dispatchEvent(new DragEvent(type, {dataTransfer: transfer, bubbles: true, cancelable: true}));
+  }
+}"""
+
+
+def test_a_file_dropped_on_the_page_is_analyzed(session, tmp_path):
+    page = session.open(PAGE)
+    bad = tmp_path / "dropped.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1}', encoding="utf-8")
+    page.evaluate(DROP, [bad.name, bad.read_text()])
+    page.wait_for_function(DONE, timeout=120_000)
+    assert page.locator(".trace-analyzer .analyzer-error").inner_text() == f"{bad.name}: {cli_error(bad)}"
+    assert not session.problems, "\n".join(session.problems)
+
+
+def test_a_pyodide_that_cannot_load_says_so_in_one_line(visit):
+    v = visit()
+    v.context.route("**/pyodide.asm.wasm", lambda route: route.fulfill(status=404, body=""))
+    page = v.open(PAGE)
+    page.click(".trace-analyzer .analyzer-preload")
+    error = page.locator(".trace-analyzer .analyzer-error")
+    error.wait_for(state="visible", timeout=120_000)
+    assert error.inner_text().startswith("The analyzer stopped: ") and "\n" not in error.inner_text()
+    assert page.locator(".trace-analyzer .analyzer-preload").is_enabled()  # free for another try
+    assert not [p for p in v.problems if p.startswith("page error")], v.problems

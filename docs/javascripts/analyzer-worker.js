@@ -30,11 +30,56 @@ async function fetchText(url) {
   return response.text();
 }
 
+// Pyodide waits forever when one of its files fails to load (it only logs a warning): so the
+// worker watches its downloads, which go through fetch, and fails on the first that does; and its
+// start has a limit (generous: 13 MB on a slow line).
+const START_LIMIT_MS = 300000;
+
+function watchDownloads() {
+  let fail;
+  const failed = new Promise((_, reject) => {
+    fail = reject;
+  });
+  failed.catch(() => {}); // only ever awaited in the race below
+  const plainFetch = self.fetch.bind(self);
+  self.fetch = async (resource, ...rest) => {
+    const name = String(resource.url || resource).split("/").pop();
+    try {
+      const response = await plainFetch(resource, ...rest);
+      if (!response.ok) fail(new Error(`HTTP ${response.status} for ${name}`));
+      return response;
+    } catch (error) {
+      fail(new Error(`cannot download ${name} (${error.message})`));
+      throw error;
+    }
+  };
+  return { failed, stop: () => { self.fetch = plainFetch; } };
+}
+
+// A promise that fails after `ms`, and the function that cancels it.
+function timeLimit(ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+  });
+  return { late, cancel: () => clearTimeout(timer) };
+}
+
 async function start({ pyodide, python, modules }) {
   const began = performance.now();
-  const { loadPyodide } = await import(new URL("pyodide.mjs", pyodide).href);
-  // Standard output goes nowhere: the results come back as return values.
-  const py = await loadPyodide({ indexURL: pyodide, stdout: () => {}, stderr: () => {} });
+  const downloads = watchDownloads();
+  const limit = timeLimit(START_LIMIT_MS, "starting Python");
+  let py;
+  try {
+    const { loadPyodide } = await import(new URL("pyodide.mjs", pyodide).href);
+    // Standard output goes nowhere: the results come back as return values.
+    const loading = loadPyodide({ indexURL: pyodide, stdout: () => {}, stderr: () => {} });
+    loading.catch(() => {}); // a failure after another one has been reported is not news
+    py = await Promise.race([loading, downloads.failed, limit.late]);
+  } finally {
+    downloads.stop();
+    limit.cancel();
+  }
   const sources = await Promise.all(
     modules.map((name) => fetchText(new URL(`scripts/${name}.py`, python).href)),
   );

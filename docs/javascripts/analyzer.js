@@ -135,24 +135,23 @@ if (root) {
     if (timelineUrl) URL.revokeObjectURL(timelineUrl);
     timelineUrl = null;
     const caption = figure.querySelector("figcaption");
+    figure.hidden = false;
     if (result.error) {
-      figure.hidden = false;
-      figure.querySelector("img").hidden = true;
       caption.textContent = result.error;
       return;
     }
     // An image, as on the posts: an SVG shown through <img> runs no script whatever it holds.
     timelineUrl = URL.createObjectURL(new Blob([result.svg], { type: "image/svg+xml" }));
-    const img = figure.querySelector("img");
-    img.hidden = false;
+    const img = document.createElement("img");
+    img.alt = "Annotated timeline of the trace: CPU threads above, GPU streams below";
     img.src = timelineUrl;
+    figure.prepend(img);
     caption.textContent = `The annotated timeline of ${result.window} in ${name}, as analyze.py --svg draws it. `;
     const download = document.createElement("a");
     download.href = timelineUrl;
     download.download = `${name.replace(/\.json(\.gz)?$/i, "") || "trace"}.svg`;
     download.textContent = "Download the SVG";
     caption.appendChild(download);
-    figure.hidden = false;
   }
 
   async function analyze(file) {
@@ -160,7 +159,7 @@ if (root) {
     errorLine.hidden = true;
     output.hidden = true; // the last trace's results, until this one's replace them
     root.analyzerFacts = null;
-    figure.querySelector("img").removeAttribute("src");
+    if (figure.querySelector("img")) figure.querySelector("img").remove();
     setBusy(true);
     const started = Boolean(root.dataset.loadSeconds);
     try {

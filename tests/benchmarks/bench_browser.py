@@ -32,7 +32,7 @@ LARGEST = ROOT / "traces" / "train_step" / "train_b16_s10_stack.json.gz"
 PAGE = "guide/analyze-in-browser/"
 DONE = """() => { const root = document.querySelector('.trace-analyzer');
                  const img = root.querySelector('.analyzer-timeline img');
-                 return !root.hasAttribute('aria-busy') && (img.src.startsWith('blob:') && img.complete
+                 return !root.hasAttribute('aria-busy') && (img && img.src.startsWith('blob:') && img.complete
                         || !root.querySelector('.analyzer-error').hidden); }"""
 
 
