@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve site test test-gpu refresh check claims notebooks bench-site lighthouse clean
+.PHONY: serve site test test-gpu refresh check claims notebooks pyodide bench-site bench-browser lighthouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,13 +18,18 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-serve: $(STAMP)
+# The in-browser analyzer's Pyodide, pinned in scripts/vendor_pyodide.py: fetched once with npm into
+# .cache/pyodide/ (ignored), copied into the site by the build. Quick when it is already there.
+pyodide:
+	$(PYTHON) -m scripts.vendor_pyodide
+
+serve: $(STAMP) pyodide
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
-site: $(STAMP)
+site: $(STAMP) pyodide
 	$(BIN)/mkdocs build --strict
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) pyodide
 	bash tests/setup_browser.sh
 	$(BIN)/python -m pytest -q tests
 
@@ -58,6 +63,11 @@ notebooks:
 # Build-time cost of executing the pages, against the same pages as plain Material.
 bench-site: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_site.py
+
+# The in-browser analyzer against the command line on the largest trace (Chromium, as the tests).
+bench-browser: $(TEST_STAMP) pyodide
+	bash tests/setup_browser.sh
+	$(BIN)/python tests/benchmarks/bench_browser.py
 
 # Lighthouse performance and accessibility of the home page and each post (npm lighthouse goes into
 # .lighthouse/, Debian's chromium runs it; see tests/benchmarks/lighthouse.py).

@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.plugins import event_priority  # noqa: E402
 
-from scripts import catalog, freeze, notebooks, pages  # noqa: E402
+from scripts import catalog, freeze, notebooks, pages, vendor_pyodide  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.freeze")
 
@@ -87,6 +87,13 @@ def on_pre_build(config):
         if config.strict:
             raise PluginError(message)
         log.warning(message)
+    # The in-browser analyzer's page publishes the vendored Pyodide: a strict build (CI, the Pages
+    # workflow) must have it; `mkdocs serve` goes on without it, the page showing why.
+    missing = vendor_pyodide.missing()
+    if missing:
+        if config.strict:
+            raise PluginError(missing)
+        log.warning(missing)
 
 
 def on_page_markdown(markdown, page, **kwargs):
@@ -134,5 +141,8 @@ def on_page_content(html, page, **kwargs):
 
 def on_post_page(output, page, config):
     # Material's search dialog has no accessible name (Lighthouse: aria-dialog-name).
-    return output.replace('data-md-component="search" role="dialog"',
-                          'data-md-component="search" role="dialog" aria-label="Search"', 1)
+    output = output.replace('data-md-component="search" role="dialog"',
+                            'data-md-component="search" role="dialog" aria-label="Search"', 1)
+    # The repository link stays a plain link: as a "source" component Material would fetch the
+    # repository's stars and forks from api.github.com, a request to another site on every page.
+    return output.replace('class="md-source" data-md-component="source"', 'class="md-source"')

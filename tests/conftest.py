@@ -32,10 +32,19 @@ def tracked_files(root: Path) -> list[str]:
 
 
 def clean_copy(dest: Path) -> Path:
+    """A copy of the tracked files, plus what `make` fetches into a fresh clone before building:
+    the vendored Pyodide (linked, not copied: it is 13 MB and never changes)."""
     for rel in tracked_files(ROOT):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, target)
+    from scripts import vendor_pyodide
+
+    vendored = vendor_pyodide.vendored_dir(ROOT)
+    if vendored.is_dir():
+        link = vendor_pyodide.vendored_dir(dest)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(vendored, target_is_directory=True)
     return dest
 
 

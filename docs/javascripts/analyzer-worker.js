@@ -1,0 +1,117 @@
+// The in-browser analyzer's worker: Pyodide (CPython compiled to WebAssembly, served by this site)
+// running the command line's own Python code (scripts/browser.py) on a dropped trace. A worker, so
+// that the page stays responsive and shows progress while Python works; one trace at a time.
+//
+// Messages in:  {type: "start", pyodide, python, modules}  (absolute URLs, module names)
+//               {type: "read", name, buffer, guide}       (the file's bytes, transferred)
+// Messages out: {type: "progress", stage, done}  stage: decompressing / reading / computing /
+//               drawing; done: 0..1, or null when unknown
+//               {type: "ready", seconds} · {type: "facts", result, seconds} ·
+//               {type: "timeline", result, seconds} · {type: "failed", message}
+// Nothing leaves the machine: the trace is read from the file the reader chose, and the only
+// requests are for this site's own Pyodide and Python files.
+
+const UPLOAD = "/tmp/trace"; // where the dropped file is written, in Pyodide's in-memory file system
+const PACKAGE = "/lib/analyzer"; // holds scripts/<module>.py
+
+let browser = null;
+
+function post(message) {
+  self.postMessage(message);
+}
+
+function seconds(since) {
+  return (performance.now() - since) / 1000;
+}
+
+async function fetchText(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
+  return response.text();
+}
+
+// Pyodide waits forever when one of its files fails to load (it only logs a warning): so the
+// worker watches its downloads, which go through fetch, and fails on the first that does; and its
+// start has a limit (generous: 13 MB on a slow line).
+const START_LIMIT_MS = 300000;
+
+function watchDownloads() {
+  let fail;
+  const failed = new Promise((_, reject) => {
+    fail = reject;
+  });
+  failed.catch(() => {}); // only ever awaited in the race below
+  const plainFetch = self.fetch.bind(self);
+  self.fetch = async (resource, ...rest) => {
+    const name = String(resource.url || resource).split("/").pop();
+    try {
+      const response = await plainFetch(resource, ...rest);
+      if (!response.ok) fail(new Error(`HTTP ${response.status} for ${name}`));
+      return response;
+    } catch (error) {
+      fail(new Error(`cannot download ${name} (${error.message})`));
+      throw error;
+    }
+  };
+  return { failed, stop: () => { self.fetch = plainFetch; } };
+}
+
+// A promise that fails after `ms`, and the function that cancels it.
+function timeLimit(ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+  });
+  return { late, cancel: () => clearTimeout(timer) };
+}
+
+async function start({ pyodide, python, modules }) {
+  const began = performance.now();
+  const downloads = watchDownloads();
+  const limit = timeLimit(START_LIMIT_MS, "starting Python");
+  let py;
+  try {
+    const { loadPyodide } = await import(new URL("pyodide.mjs", pyodide).href);
+    // Standard output goes nowhere: the results come back as return values.
+    const loading = loadPyodide({ indexURL: pyodide, stdout: () => {}, stderr: () => {} });
+    loading.catch(() => {}); // a failure after another one has been reported is not news
+    py = await Promise.race([loading, downloads.failed, limit.late]);
+  } finally {
+    downloads.stop();
+    limit.cancel();
+  }
+  const sources = await Promise.all(
+    modules.map((name) => fetchText(new URL(`scripts/${name}.py`, python).href)),
+  );
+  py.FS.mkdirTree(`${PACKAGE}/scripts`);
+  modules.forEach((name, i) => py.FS.writeFile(`${PACKAGE}/scripts/${name}.py`, sources[i]));
+  py.runPython(`import sys; sys.path.insert(0, "${PACKAGE}")`);
+  browser = py.pyimport("scripts.browser");
+  py.pyimport("scripts.timeline"); // compiled now, not while the reader waits for the picture
+  self.pyodide = py;
+  post({ type: "ready", seconds: seconds(began) });
+}
+
+function read({ name, buffer, guide }) {
+  const began = performance.now();
+  self.pyodide.FS.writeFile(UPLOAD, new Uint8Array(buffer));
+  const progress = (stage, done) => post({ type: "progress", stage, done: done ?? null });
+  const result = JSON.parse(browser.read_json(UPLOAD, name, guide, progress));
+  post({ type: "facts", result, seconds: seconds(began) });
+  if (result.error) return;
+  const drawing = performance.now();
+  post({ type: "progress", stage: "drawing", done: null });
+  post({ type: "timeline", result: JSON.parse(browser.timeline_json()), seconds: seconds(drawing) });
+}
+
+self.onmessage = async ({ data }) => {
+  try {
+    if (data.type === "start") await start(data);
+    else if (data.type === "read") read(data);
+  } catch (error) {
+    // Not a problem with the trace (read_json says those): Pyodide could not start, or Python
+    // itself failed (out of memory). The page starts a new worker for the next try.
+    const lines = String((error && error.message) || error).trim().split("\n");
+    post({ type: "failed", message: lines[0].startsWith("Traceback") ? lines[lines.length - 1] : lines[0] });
+  }
+};
