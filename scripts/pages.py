@@ -75,12 +75,12 @@ def svg_size(svg: str) -> tuple[str, str]:
 
 
 def zoomable_figure(site_path: str, svg: Path, alt: str, caption: str, css_class: str = "timeline") -> str:
-    """An SVG file published at `site_path`, shown as an <img> the lightbox zooms (it zooms images,
-    not inline SVG), its size reserved from the viewBox."""
+    """An SVG file published at `site_path`, shown as an <img> (its size reserved from the viewBox) in
+    a link to the file that docs/javascripts/svg-viewer.js opens full-screen, to pan and zoom."""
     width, height = svg_size(svg.read_text())
     src = publish(site_path, svg)
     return (
-        f'<figure class="{css_class}"><a class="glightbox" href="{src}" data-type="image">'
+        f'<figure class="{css_class}"><a class="svg-zoom" href="{src}">'
         f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
         f"<figcaption>{escape(caption)}</figcaption></figure>"
     )
@@ -160,7 +160,7 @@ class Run:
         return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
 
     def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> str:
-        """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only) of
+        """The annotated timeline as a zoomable picture (scripts.pages.zoomable_figure) of
         ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
         from scripts.trace import select_window

@@ -83,8 +83,8 @@ def test_timelines_are_zoomable_images_that_exist(built_site, part1):
         assert svg.is_file(), image["src"]
         assert svg.read_text().lstrip().startswith(("<svg", "<?xml"))
         assert image.get("alt")
-    # glightbox wraps each picture in a link to the full-size image
-    assert len([a for a in elements.find("a", **{"class": "glightbox"}) if a.get("href", "").endswith(".svg")]) >= 6
+    # each picture sits in a link to its SVG file: the viewer opens it (the browser, without JavaScript)
+    assert len([a for a in elements.find("a", **{"class": "svg-zoom"}) if a.get("href", "").endswith(".svg")]) >= 6
 
 
 def test_download_links_serve_the_frozen_trace(built_site, part1):
