@@ -1,0 +1,157 @@
+"""What the built site gives a reader beyond the posts' own content: glossary links that land on
+their entry at each term's first use, headings with their own anchors."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from scripts import glossary
+from tests.conftest import ROOT
+from tests.site_tools import posts, site_pages
+
+GLOSSARY_PAGE = "guide/glossary/"
+
+
+@pytest.fixture(scope="module")
+def entries() -> glossary.Glossary:
+    return glossary.load(ROOT / "docs")
+
+
+class Article(HTMLParser):
+    """The page's article, read in order: each text run, whether a glossary link may sit there
+    (outside the elements scripts/glossary.py skips), the glossary link it is in, and the text of
+    each <code> element."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0  # inside <article> when > 0
+        self.stack: list[tuple[str, bool]] = []
+        self.runs: list[tuple[str, bool, str | None]] = []  # (text, linkable, glossary id or None)
+        self.codes: list[tuple[int, str, bool, str | None]] = []  # (run index, text, linkable, glossary id)
+        self.link: str | None = None
+        self.code: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "article":
+            self.depth += 1
+        if not self.depth or tag in glossary.VOID_TAGS:
+            return
+        classes = set((attrs.get("class") or "").split())
+        if "glossary-term" in classes:
+            self.link = attrs["href"].rsplit("#", 1)[1]
+            self.stack.append((tag, self.stack[-1][1] if self.stack else False))
+            return
+        parent_skipped = bool(self.stack) and self.stack[-1][1]
+        if tag == "code":
+            self.code = []
+            self.codes.append((len(self.runs), "", not parent_skipped, self.link))
+        self.stack.append((tag, parent_skipped or tag in glossary.SKIP_TAGS or bool(classes & glossary.SKIP_CLASSES)))
+
+    def handle_endtag(self, tag):
+        if not self.depth:
+            return
+        if tag == "article":
+            self.depth -= 1
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                break
+        if tag == "code" and self.code is not None:
+            index, _, linkable, link = self.codes[-1]
+            self.codes[-1] = (index, "".join(self.code), linkable, link)
+            self.code = None
+        if tag == "a":
+            self.link = None
+
+    def handle_data(self, data):
+        if not self.depth:
+            return
+        if self.code is not None:
+            self.code.append(data)
+        skipped = bool(self.stack) and self.stack[-1][1]
+        self.runs.append((data, not skipped or self.link is not None, self.link))
+
+
+def read(site: Path, page: str) -> Article:
+    article = Article()
+    article.feed((site / page / "index.html").read_text(encoding="utf-8"))
+    return article
+
+
+def uses(article: Article, entries: glossary.Glossary) -> dict[str, int]:
+    """Each entry used where it may be linked: the index of its first run."""
+    first: dict[str, int] = {}
+    for entry in entries.entries:
+        words = re.compile(r"(?<![\w-])(" + "|".join(re.escape(t) for t in entry.terms) + r")(?![\w-])", re.I)
+        whole = re.compile("(" + "|".join(re.escape(t) for t in entry.terms) + r")(#\d+|\*)?")
+        runs = [i for i, (text, linkable, _) in enumerate(article.runs) if linkable and words.search(text)]
+        codes = [i for i, text, linkable, _ in article.codes if linkable and whole.fullmatch(text)]
+        if runs or codes:
+            first[entry.id] = min(runs + codes)
+    return first
+
+
+def test_every_glossary_link_lands_on_an_entry(built_site, entries):
+    ids = {entry.id for entry in entries.entries}
+    page_ids = set(re.findall(r'id="([^"]+)"', (built_site / GLOSSARY_PAGE / "index.html").read_text()))
+    assert ids <= page_ids  # each entry is an anchor of the glossary page
+    found = 0
+    for page in site_pages(built_site):
+        html = (built_site / page / "index.html").read_text(encoding="utf-8")
+        for href in re.findall(r'<a class="glossary-term" href="([^"]+)"', html):
+            target, _, fragment = href.partition("#")
+            resolved = (Path("/") / page / target).resolve().as_posix().strip("/") + "/"
+            assert resolved == GLOSSARY_PAGE, f"{page}: {href}"
+            assert fragment in ids, f"{page}: {href} names no entry"
+            found += 1
+    assert found >= 5 * len(posts(built_site))
+
+
+def test_each_page_links_each_term_it_uses_at_its_first_use_only(built_site, entries):
+    # Not the blog's listings: their excerpts are the posts' (Material renders them in its
+    # template, past the hooks), and a list of posts is no place for definitions. Not the notebooks.
+    pages = [p for p in site_pages(built_site) if p not in (GLOSSARY_PAGE, "blog/")
+             and not p.startswith(("notebooks/", "blog/category/", "blog/page/", "blog/archive/"))]
+    assert set(posts(built_site)) <= set(pages)
+    for page in pages:
+        article = read(built_site, page)
+        linked = [link for _, _, link in article.runs if link]
+        # a link's text runs all carry its id: count links, not runs
+        link_starts = [i for i, (_, _, link) in enumerate(article.runs)
+                       if link and (i == 0 or article.runs[i - 1][2] != link)]
+        ids = [article.runs[i][2] for i in link_starts]
+        assert len(ids) == len(set(ids)), f"{page}: an entry linked twice: {ids}"
+        first = uses(article, entries)
+        assert set(ids) == set(first), f"{page}: used {sorted(first)}, linked {sorted(set(linked))}"
+        for i in link_starts:
+            assert first[article.runs[i][2]] == i, f"{page}: {article.runs[i][2]} is not linked at its first use"
+        if page in posts(built_site):
+            assert len(ids) >= 5, f"{page}: only {ids}"
+    # the glossary page links none of its own words
+    assert not [link for _, _, link in read(built_site, GLOSSARY_PAGE).runs if link]
+
+
+def test_heading_anchors_are_the_headings_own(built_site):
+    """No id from markdown-exec's own numbering (`exec-42--...`, which changes with every block
+    added above it), and no heading inside a paragraph (what printing one from a block gives)."""
+    for page in site_pages(built_site):
+        html = (built_site / page / "index.html").read_text(encoding="utf-8")
+        assert not re.findall(r'id="exec-\d+--[^"]*"', html), page
+        assert not re.findall(r"<p>\s*<h[1-6]", html), page
+
+
+def test_glossary_page_prints_the_analyzers_constants(built_site):
+    from scripts import analysis
+
+    html = unescape((built_site / GLOSSARY_PAGE / "index.html").read_text())
+    text = re.sub(r"<!--.*?-->", "", html, flags=re.S)
+    assert "{{" not in text
+    for name, unit in (("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "%"), ("COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "%"),
+                       ("KERNEL_WAIT_US", " us")):
+        assert f"<code>{name}</code> ({getattr(analysis, name):g}{unit})" in text, name
