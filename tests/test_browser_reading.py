@@ -174,3 +174,30 @@ def test_laptop_viewer_wheel_keys_and_back(visit):
     assert page.evaluate("document.activeElement.matches('figure.timeline > a.svg-zoom')")
     assert page.url == before_url
     assert not v.problems, "\n".join(v.problems)
+
+
+# --- the cheatsheet on paper ---------------------------------------------------------------------
+
+A4_CONTENT = {"width": 718, "height": 1047}  # 210 x 297 mm less the 10 mm margins, at 96 px per inch
+
+
+def test_cheatsheet_prints_on_one_a4_sheet(visit):
+    import re
+
+    page = visit(viewport=A4_CONTENT).open("guide/cheatsheet/")
+    page.emulate_media(media="print")
+    layout = page.evaluate("""() => {
+      const sheet = document.querySelector('.cheatsheet'), cell = sheet.querySelector('td');
+      return {bottom: sheet.getBoundingClientRect().bottom, tables: sheet.querySelectorAll('table').length,
+              cell: parseFloat(getComputedStyle(cell).fontSize),
+              header: getComputedStyle(document.querySelector('.md-header')).display};
+    }""")
+    assert layout["tables"] >= 3
+    assert layout["bottom"] <= A4_CONTENT["height"], layout
+    assert layout["cell"] >= 10, f"print type of {layout['cell']} px is too small to read"
+    assert layout["header"] == "none"
+    pdf = page.pdf(format="A4", prefer_css_page_size=True)
+    assert re.findall(rb"/Type /Pages\b.*?/Count (\d+)", pdf, re.S) == [b"1"]
+    # and that one page is A4 (595 x 842 pt), the cheatsheet's own
+    boxes = re.findall(rb"/MediaBox \[0 0 ([\d.]+) ([\d.]+)\]", pdf)
+    assert boxes and all(abs(float(w) - 595.3) < 2 and abs(float(h) - 841.9) < 2 for w, h in boxes)

@@ -155,3 +155,49 @@ def test_glossary_page_prints_the_analyzers_constants(built_site):
     for name, unit in (("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "%"), ("COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "%"),
                        ("KERNEL_WAIT_US", " us")):
         assert f"<code>{name}</code> ({getattr(analysis, name):g}{unit})" in text, name
+
+
+# --- the cheatsheet and "Perfetto in five minutes" -------------------------------------------------
+
+
+def test_every_post_links_the_cheatsheet_and_perfetto_in_five_minutes(built_site):
+    for post in posts(built_site):
+        html = (built_site / post / "index.html").read_text(encoding="utf-8")
+        article = html[html.index("<article"):html.index("</article>")]
+        targets = {(Path("/") / post / href).resolve().as_posix().strip("/") + "/"
+                   for href in re.findall(r'<a href="([^"#]+)"', article)}
+        assert "guide/cheatsheet/" in targets, post
+        assert "guide/perfetto/" in targets, post
+
+
+def test_perfetto_page_queries_its_own_trace_and_shows_what_the_query_returns(built_site):
+    """The SQL's answer on the page is what the query computes over the trace's raw events: a
+    `slice` row per complete event, `category` its `cat` (read here from the JSON itself, not
+    through scripts.trace)."""
+    import gzip
+    import json
+    from collections import defaultdict
+
+    html = (built_site / "guide" / "perfetto" / "index.html").read_text(encoding="utf-8")
+    download = re.search(r'<a class="md-button" href="([^"]+\.json\.gz)" download', html).group(1)
+    trace = (built_site / "guide" / "perfetto" / download).resolve()
+    assert trace.is_file()
+    blocks = [" ".join(unescape(re.sub(r"<[^>]+>", "", b)).split())
+              for b in re.findall(r'<div class="highlight"><pre>(.*?)</pre>', html, re.S)]
+    sql = next(b for b in blocks if b.startswith("SELECT"))
+    assert "FROM slice WHERE category = 'kernel' GROUP BY name ORDER BY total_us DESC LIMIT 5" in sql
+    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    totals = defaultdict(lambda: [0, 0.0])
+    for event in events:
+        if event.get("ph") == "X" and event.get("cat") == "kernel":
+            totals[event["name"]][0] += 1
+            totals[event["name"]][1] += float(event["dur"])
+    expected = sorted(totals.items(), key=lambda item: -item[1][1])[:5]
+    table = html[html.index("<th>name</th>"):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r'<tr>\s*<td><code title="([^"]*)">[^<]*</code></td>\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>([\d.]+)</td>', table)
+    assert len(rows) == len(expected) >= 3
+    for (name, calls, total), (want_name, (want_calls, want_total)) in zip(rows, expected):
+        assert unescape(name) == want_name
+        assert int(calls) == want_calls
+        assert float(total) == pytest.approx(want_total, abs=1e-3)
