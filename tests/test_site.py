@@ -149,6 +149,14 @@ def test_https_site_url_adds_shareable_perfetto_links(tmp_path, monkeypatch):
     for url in shares:
         assert url.startswith("https://example.org/profiling/traces/01_matmul_add/")
         assert (project / "site" / url.removeprefix("https://example.org/profiling/")).is_file()
+    # The notebooks a reader downloads (to run on Colab, say) fetch the snippets from the published
+    # site, never from the local default address.
+    from scripts import notebooks
+
+    for notebook in notebooks.NOTEBOOKS:
+        served = (project / "site" / notebook.download_url).read_text()
+        assert 'SITE_URL = \\"https://example.org/profiling/\\"' in served, notebook.name
+        assert "127.0.0.1" not in served and "SITE_URL = None" not in served, notebook.name
 
 
 def test_guide_prints_the_thresholds_the_code_uses(built_site):

@@ -201,3 +201,39 @@ def test_perfetto_page_queries_its_own_trace_and_shows_what_the_query_returns(bu
         assert unescape(name) == want_name
         assert int(calls) == want_calls
         assert float(total) == pytest.approx(want_total, abs=1e-3)
+
+
+# --- the blog's order, the home page's dates -------------------------------------------------------
+
+
+def test_blog_index_lists_the_posts_newest_first_each_part_after_the_one_before(built_site):
+    from mkdocs.utils.meta import get_data
+
+    meta = {}
+    for path in (ROOT / "docs" / "blog" / "posts").glob("*.md"):
+        front = get_data(path.read_text(encoding="utf-8"))[1]
+        meta[front["slug"]] = (front["date"], re.match(r"part-(\d+)-", path.name))
+    index = (built_site / "blog" / "index.html").read_text(encoding="utf-8")
+    assert "newest first" in index
+    listed = []
+    for slug in re.findall(r'<h2 id="[^"]*"><a class="toclink" href="([a-z0-9-]+)/"', index):
+        if slug in meta and slug not in listed:
+            listed.append(slug)
+    assert sorted(listed) == sorted(meta), f"the index lists {listed}"
+    dates = [meta[slug][0] for slug in listed]
+    assert len(set(dates)) == len(dates), "two posts share a date: their order would be arbitrary"
+    assert dates == sorted(dates, reverse=True)
+    parts = sorted((int(m.group(1)), date) for date, m in meta.values() if m)
+    assert [date for _, date in parts] == sorted(date for _, date in parts), "the parts are not dated in order"
+
+
+def test_home_page_names_one_date_when_all_runs_share_it(built_site):
+    from scripts import catalog
+    from scripts.pages import example
+
+    days = sorted({example(item.key).meta["date"][:10] for item in catalog.EXAMPLES})
+    home = unescape(re.sub(r"<[^>]+>", "", (built_site / "index.html").read_text(encoding="utf-8")))
+    if len(days) == 1:
+        assert f"Runs made on {days[0]}." in home and "Runs made between" not in home
+    else:
+        assert f"Runs made between {days[0]} and {days[-1]}." in home
