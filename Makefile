@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve site test test-gpu refresh check notebooks bench-site lighthouse clean
+.PHONY: serve site test test-gpu refresh check claims notebooks bench-site lighthouse clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ refresh:
 
 check:
 	$(PYTHON) -m scripts check
+
+# Build the site and list every claim its pages make about the runs, with its status (exit 1 if
+# one does not hold, or a page uses a run without its download and Perfetto buttons).
+claims: $(STAMP)
+	$(BIN)/python -m scripts claims
 
 # On a GPU machine: the snippet tests that CI cannot run (CUDA graphs, our Triton kernel,
 # torch.compile) beside the CPU ones. Needs pytest beside torch, no docs tooling.

@@ -252,3 +252,26 @@ def blocks_text(found: Sweep | list[BatchFacts]) -> str:
                      f"{b.gpu_busy_pct:>5.1f}% {b.idle_ms_per_step:>8.2f} {b.gaps_per_step:>6.0f} "
                      f"{b.launches_per_step:>8.0f}  {b.verdict}")
     return "\n".join(lines)
+
+
+# --- the costliest GPU activities of a batch size's steps ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ActivityCost:
+    """One GPU activity (by full name) in the steps of one batch size, per step."""
+
+    name: str
+    kind: str  # compute / communication / memory / other
+    count_per_step: float
+    us_per_step: float
+
+
+def top_activities_per_step(trace: Trace, batch: int, top: int = 5) -> list[ActivityCost]:
+    """The `top` GPU activities that took the most time in the `decode b=N` / `prefill b=N`
+    steps of batch size `batch`, from the first such step's start to the last one's end."""
+    steps = [e for e in trace.by_kind.get("annotation", []) if e.name in (f"decode b={batch}", f"prefill b={batch}")]
+    if not steps:
+        raise KeyError(f"{trace.source or 'trace'} has no batch {batch}")
+    (window,) = facts_of_windows(trace, [Window(steps[0].ts, steps[-1].end, f"batch {batch}")], top=top)
+    return [ActivityCost(k.name, k.kind, k.count / len(steps), k.total_us / len(steps)) for k in window.top_kernels]

@@ -75,22 +75,20 @@ def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype:
     return Example("01_matmul_add", tag, tuple(args))
 
 
-PART1 = tuple(
-    [
-        _matmul_add(size, warm=warm, compiled=compiled)
-        for size in (64, 4096)
-        for warm in (False, True)
-        for compiled in (False, True)
-    ]
-    + [
-        # The Activity Buffer Request finding: no wait/warmup, then a long active window.
-        _matmul_add(64, schedule="0,0,3"),
-        _matmul_add(64, schedule="0,0,20"),
-        # A batch dimension turns aten::mm into aten::bmm.
-        _matmul_add(64, batch=8),
-        # fp32 at the large size: a different GEMM kernel family.
-        _matmul_add(4096, warm=True, dtype="fp32"),
-    ]
+PART1 = (
+    # Cold and warm, at the size where the host sets the pace and where the GPU does.
+    *(_matmul_add(size, warm=warm) for size in (64, 4096) for warm in (False, True)),
+    # torch.compile, warm: at 64 against warm eager (is a compiled step cheaper on the host?), at
+    # 4096 for what it does to the kernels (one addmm, a bias copy and a `badd` GEMM).
+    _matmul_add(64, warm=True, compiled=True),
+    _matmul_add(4096, warm=True, compiled=True),
+    # The Activity Buffer Request finding: no wait/warmup, then a long active window.
+    _matmul_add(64, schedule="0,0,3"),
+    _matmul_add(64, schedule="0,0,20"),
+    # A batch dimension turns aten::mm into aten::bmm.
+    _matmul_add(64, batch=8),
+    # fp32 at the large size: a different GEMM kernel family.
+    _matmul_add(4096, warm=True, dtype="fp32"),
 )
 
 

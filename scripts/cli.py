@@ -1,7 +1,8 @@
 """`python -m scripts COMMAND`: refresh the frozen artifacts, check them, list the examples, write
-the companion notebooks.
+the companion notebooks, list the pages' claims.
 
-Only the standard library is imported here, so `refresh` runs on a bare GPU image.
+Only the standard library is imported here, so `refresh` runs on a bare GPU image; `claims`
+builds the site, and runs the docs tooling in a child process.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     notebook = commands.add_parser("notebooks", help="regenerate docs/notebooks/ from the frozen runs")
     notebook.add_argument("--check", action="store_true", help="write nothing; fail if a notebook is stale")
 
+    listing = commands.add_parser("claims", help="build the site and list every claim of its pages with its status")
+    listing.add_argument("--site", metavar="DIR",
+                         help="read DIR/claims.json of a site already built instead of building one")
+
     args = parser.parse_args(argv)
+    if args.command == "claims":
+        return list_claims(args.site)
     if args.command == "notebooks":
         return write_notebooks(check_only=args.check)
     try:
@@ -84,6 +91,38 @@ def write_notebooks(check_only: bool = False) -> int:
     if not changed and not errors:
         print(f"all {len(notebooks.NOTEBOOKS)} notebook(s) are current")
     return 1 if errors else 0
+
+
+def list_claims(site: str | None) -> int:
+    """Print page / claim / numbers / runs / status for every claim; 1 if one fails or a page
+    uses a run it does not link."""
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from scripts.claims import listing_text, read_listing
+    from scripts.mkdocs_claims import LISTING
+
+    with tempfile.TemporaryDirectory(prefix="claims-site-") as built:
+        if site is None:
+            site = built
+            done = subprocess.run(
+                [sys.executable, "-m", "mkdocs", "build", "--quiet", "--site-dir", built],
+                cwd=catalog.ROOT, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if done.returncode != 0:
+                tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
+                print(f"error: the site did not build (mkdocs exited {done.returncode}): {tail[0]}", file=sys.stderr)
+                return 2
+        path = Path(site) / LISTING
+        try:
+            claims, problems = read_listing(path)
+        except (OSError, ValueError, KeyError) as err:
+            print(f"error: {path}: cannot read the claims listing ({err})", file=sys.stderr)
+            return 2
+    print(listing_text(claims, problems))
+    return 1 if problems or any(not c.holds for c in claims) else 0
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
 """Run-or-reuse, like Quarto's freeze: GPU runs become committed artifacts under traces/.
 
-For each example the refresh runs its snippet in a fresh process, sanitizes the trace (no path, host
-or user name of the builder), gzips it reproducibly, and writes beside it the table and a metadata
-file holding the hash of everything that determines the result. A build without a GPU reuses the
-artifacts; one whose inputs changed since is stale, and `check` says what to run.
+For each example the refresh runs its snippet in a fresh process, sanitizes the trace
+(scripts/sanitize.py: no path, host, user, address or device of the builder), gzips it reproducibly,
+and writes beside it the table and a sealed metadata file (scripts/meta.py) holding the hash of
+everything that determines the result. A build without a GPU reuses the artifacts; one whose inputs
+changed since is stale, one whose metadata cannot be used is invalid, and `check` says what to run.
 
 Standard library only: this module is the GPU refresh path and runs on a bare GPU image.
 """
 
 from __future__ import annotations
 
-import getpass
 import gzip
 import hashlib
 import io
@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,10 +27,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from scripts.catalog import ROOT, TRACES, Example
+from scripts.meta import REFRESH_HINT, Meta, MetaError, inputs_hash, read_meta, seal, shown  # noqa: F401
+from scripts.meta import dumps as meta_file_bytes
+from scripts.sanitize import Scrubber, sanitize_trace
 
 # Bump when the artifact layout or the sanitizer changes what is written.
 FREEZE_FORMAT = 1
-REFRESH_HINT = "make refresh ONLY={key}"
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -53,17 +54,13 @@ def inputs_of(example: Example) -> dict:
     }
 
 
-def inputs_hash(inputs: dict) -> str:
-    return sha256_bytes(json.dumps(inputs, sort_keys=True).encode())
-
-
 # --- status -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Status:
     example: Example
-    state: str  # "fresh", "missing" or "stale"
+    state: str  # "fresh", "missing", "stale" or "invalid" (metadata that cannot be used)
     reason: str = ""
 
     @property
@@ -71,36 +68,33 @@ class Status:
         return self.state == "fresh"
 
 
-
-def read_meta(example: Example) -> dict:
-    return json.loads(example.meta_path.read_text())
-
-
 def status(example: Example) -> Status:
     if not example.meta_path.exists():
-        return Status(example, "missing", f"no artifacts under traces/{example.snippet}/ for {example.tag}")
+        return Status(example, "missing", f"{shown(example.meta_path)} is missing")
     try:
         meta = read_meta(example)
-        recorded = meta["inputs"]
-        outputs = meta["outputs"]
-    except (ValueError, KeyError):
-        return Status(example, "stale", f"{example.meta_path.relative_to(ROOT)} is unreadable")
-    current = inputs_of(example)
-    if recorded.get("freeze_format") != current["freeze_format"]:
+    except MetaError as err:
+        return Status(example, "invalid", f"{shown(err.path)} {err.problem}")
+    recorded, current = meta.inputs, inputs_of(example)
+    if recorded.freeze_format != current["freeze_format"]:
         return Status(example, "stale", "the artifact format changed (scripts/freeze.py)")
-    if recorded.get("snippet") != current["snippet"]:
+    if recorded.snippet != current["snippet"]:
         return Status(example, "stale", f"its snippet is now {current['snippet']}")
-    if recorded.get("snippet_sha256") != current["snippet_sha256"]:
+    if recorded.snippet_sha256 != current["snippet_sha256"]:
         return Status(example, "stale", f"{current['snippet']} changed since the last GPU run")
-    if recorded.get("args") != current["args"]:
-        was, now = " ".join(recorded.get("args", [])), " ".join(current["args"])
+    if list(recorded.args) != current["args"]:
+        was, now = " ".join(recorded.args), " ".join(current["args"])
         return Status(example, "stale", f"its arguments changed from '{was}' to '{now}'")
-    for name, digest in outputs.items():
+    for name, digest in meta.outputs.items():
         path = example.folder / name
-        if not path.exists():
-            return Status(example, "missing", f"{path.relative_to(ROOT)} is missing")
-        if sha256_bytes(path.read_bytes()) != digest:
-            return Status(example, "stale", f"{path.relative_to(ROOT)} was modified after the run")
+        try:
+            content = path.read_bytes()
+        except FileNotFoundError:
+            return Status(example, "missing", f"{shown(path)} is missing")
+        except OSError as err:
+            return Status(example, "invalid", f"{shown(path)} cannot be read ({err.strerror or err})")
+        if sha256_bytes(content) != digest:
+            return Status(example, "stale", f"{shown(path)} was modified after the run")
     return Status(example, "fresh")
 
 
@@ -130,96 +124,7 @@ def stale_report(problems: list[Status]) -> str:
     return "\n".join(lines)
 
 
-# --- sanitizing -------------------------------------------------------------------------------
-
-# Absolute paths of the usual shapes (POSIX and Windows); caught after the known prefixes are cut.
-ABSOLUTE_PATH = re.compile(
-    r"(?<![\w.~-])(?:/(?:home|root|Users|tmp|var|opt|usr|mnt|srv|work|workspace|data|scratch|private|nix)/"
-    r"|[A-Za-z]:\\\\?)"
-)
-# Top-level keys and distributedInfo keys that name the machine.
-MACHINE_KEYS = ("host_name", "hostname", "host", "trace_id")
-
-
-@dataclass
-class Scrubber:
-    """Rewrites strings so that they name no place, host or user of the machine that ran."""
-
-    replacements: list[tuple[str, str]] = field(default_factory=list)
-    words: list[str] = field(default_factory=list)  # host and user names, cut where they stand alone
-
-    @classmethod
-    def for_this_machine(cls, *run_dirs: Path) -> Scrubber:
-        prefixes: list[tuple[str, str]] = [(str(d), "") for d in run_dirs]
-        prefixes.append((str(ROOT), ""))
-        for site in {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}:
-            prefixes.append((site, "site-packages"))
-        prefixes.append((sys.base_prefix, "<python>"))
-        prefixes.append((sys.prefix, "<python>"))
-        prefixes.append((str(Path.home()), "~"))
-        prefixes.append((tempfile.gettempdir(), "<tmp>"))
-        # Longest first, so that a path is cut at its most specific known prefix.
-        prefixes = sorted({p for p in prefixes if len(p[0]) > 1}, key=lambda p: -len(p[0]))
-        words = [socket.gethostname(), _user()]
-        return cls(prefixes, [w for w in words if w and len(w) >= 3 and w != "root"])
-
-    def scrub(self, text: str) -> str:
-        for prefix, replacement in self.replacements:
-            if prefix in text:
-                text = text.replace(prefix + "/", replacement + "/" if replacement else "")
-                text = text.replace(prefix, replacement)
-        for word in self.words:
-            text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", "<redacted>", text)
-        return text
-
-    def leaks(self, obj) -> list[str]:
-        """Strings in obj that still look like a machine path or name the machine."""
-        found = []
-        for text in _strings(obj):
-            if ABSOLUTE_PATH.search(text) or any(
-                re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text) for w in self.words
-            ):
-                found.append(text)
-        return found
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return ""
-
-
-def _strings(obj):
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for key, value in obj.items():
-            yield from _strings(key)
-            yield from _strings(value)
-    elif isinstance(obj, list):
-        for item in obj:
-            yield from _strings(item)
-
-
-def _scrub_all(obj, scrubber: Scrubber):
-    if isinstance(obj, str):
-        return scrubber.scrub(obj)
-    if isinstance(obj, dict):
-        return {scrubber.scrub(k): _scrub_all(v, scrubber) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_scrub_all(v, scrubber) for v in obj]
-    return obj
-
-
-def sanitize_trace(data: dict, file_name: str, scrubber: Scrubber) -> dict:
-    """The trace with every machine-identifying string removed or made relative."""
-    clean = {k: v for k, v in data.items() if k not in MACHINE_KEYS}
-    clean["traceName"] = file_name
-    info = clean.get("distributedInfo")
-    if isinstance(info, dict):
-        clean["distributedInfo"] = {k: v for k, v in info.items() if k not in MACHINE_KEYS}
-    return _scrub_all(clean, scrubber)
+# --- writing ----------------------------------------------------------------------------------
 
 
 def gzip_reproducibly(data: bytes) -> bytes:
@@ -367,7 +272,7 @@ def _frozen(example: Example, outputs: dict[str, bytes], environment: dict, wall
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wall_time_s": round(wall, 2),
     }
-    outputs[example.meta_path.name] = (json.dumps(meta, indent=2) + "\n").encode()
+    outputs[example.meta_path.name] = meta_file_bytes(seal(meta))
     return RunResult(example, files=outputs, wall_time_s=wall)
 
 

@@ -25,11 +25,37 @@ from scripts import catalog, freeze, glossary, notebooks, pages  # noqa: E402
 log = logging.getLogger("mkdocs.hooks.freeze")
 
 
+class OneLineForUnusableMetadata(logging.Filter):
+    """markdown-exec logs a failing code block with its source and whole traceback. When the cause is
+    a run's unusable metadata (which the freeze check has named already, with the command to run),
+    the warning is that one line instead; any other failure keeps markdown-exec's message."""
+
+    MARK = "scripts.meta.MetaError: "
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.MARK in message:
+            cause = message.rsplit(self.MARK, 1)[1].strip().splitlines()[0]
+            record.msg, record.args = f"a code block of {pages.SITE.page_url or 'the home page'} could not run: {cause}", ()
+        return True
+
+
+def shorten_metadata_failures() -> None:
+    """Filters apply at the logger a record starts from, and markdown-exec logs from one logger per
+    module under mkdocs.plugins.markdown_exec (loaded with the plugins, before on_config)."""
+    for name in list(logging.root.manager.loggerDict):
+        logger = logging.getLogger(name)
+        if name.startswith("mkdocs.plugins.markdown_exec") and not any(
+                isinstance(f, OneLineForUnusableMetadata) for f in logger.filters):
+            logger.addFilter(OneLineForUnusableMetadata())
+
+
 FEED_IMAGE = "assets/logo.png"  # scripts/logo.py
 
 
 @event_priority(100)  # before the RSS plugin reads its config
 def on_config(config):
+    shorten_metadata_failures()
     pages.SITE.site_url = config.site_url or ""
     # The plugin writes <url>None</url> for a feed without an image; RSS wants an absolute URL.
     config.plugins["rss"].config.image = urljoin(config.site_url or "", FEED_IMAGE)
@@ -68,7 +94,17 @@ def on_page_markdown(markdown, page, **kwargs):
     return markdown
 
 
+def unshown_examples(used: set[str]) -> list[str]:
+    """One message per frozen example of the catalog that no page reads: show it where it
+    teaches something, or drop it from scripts/catalog.py and traces/."""
+    return [f"{e.key} is frozen but shown on no page: show it (example(...) and its links()) or "
+            f"remove it from scripts/catalog.py and traces/" for e in catalog.EXAMPLES if e.key not in used]
+
+
 def on_post_build(config):
+    from scripts.claims import LEDGER
+
+    LEDGER.site_problems += unshown_examples(set().union(*LEDGER.used.values()))  # reported by mkdocs_claims
     site_dir = Path(config.site_dir)
     for site_path, source in sorted(pages.SITE.assets.items()):
         target = site_dir / site_path

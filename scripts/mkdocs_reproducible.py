@@ -11,8 +11,9 @@ Listed under `hooks:` in mkdocs.yml; tests/test_release.py checks the result.
 
 from __future__ import annotations
 
-import json
+import logging
 import os
+import sys
 from datetime import date, datetime, time, timezone
 from pathlib import Path
 
@@ -20,6 +21,13 @@ from mkdocs.plugins import event_priority
 from mkdocs.utils.meta import get_data
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scripts import catalog  # noqa: E402
+from scripts.meta import MetaError, load_meta  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.reproducible")
 
 
 def _utc(value) -> datetime | None:
@@ -35,23 +43,38 @@ def _utc(value) -> datetime | None:
     return None
 
 
-def content_date(docs_dir: Path, traces_dir: Path) -> datetime | None:
+def content_date(docs_dir: Path, traces_dir: Path, problems: list[MetaError] | None = None) -> datetime | None:
     """The newest date the content carries: a page's `date` (or its `created`/`updated` parts)
-    or a frozen run's `date` in traces/**/*.meta.json."""
+    or a frozen run's `date` in traces/**/*.meta.json. A metadata file that cannot be read raises
+    its MetaError (one line: the file, the command to run) or, given `problems`, is added there and
+    left out."""
     dates = []
     for page in docs_dir.rglob("*.md"):
         _, meta = get_data(page.read_text(encoding="utf-8"))
         value = meta.get("date")
         dates += [_utc(v) for v in (value.values() if isinstance(value, dict) else [value])]
-    for meta_path in traces_dir.rglob("*.meta.json"):
-        dates.append(_utc(json.loads(meta_path.read_text()).get("date")))
+    for meta_path in sorted(traces_dir.rglob("*.meta.json")):
+        try:
+            dates.append(load_meta(meta_path).when)
+        except MetaError as err:
+            if problems is None:
+                raise
+            problems.append(err)
     dates = [d for d in dates if d is not None]
     return max(dates, default=None)
 
 
 @event_priority(100)  # before any plugin reads the build date
 def on_config(config):
-    newest = content_date(Path(config.docs_dir), ROOT / "traces")
+    problems: list[MetaError] = []
+    newest = content_date(Path(config.docs_dir), catalog.TRACES, problems)
+    # Never fatal here: the freeze check (scripts/mkdocs_hooks.py, before the build) names the
+    # examples' unusable files and what to run, and refreshes them first on a GPU builder. The
+    # date then leaves them out; a file no example owns is named here.
+    examples = {example.meta_path.resolve() for example in catalog.EXAMPLES}
+    for problem in problems:
+        if problem.path.resolve() not in examples:
+            log.warning(str(problem))
     if newest is not None:
         os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()))
     return config

@@ -136,7 +136,8 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "Loading`) and the profiler's `Activity Buffer Request`."),
             Run(P1 + "64_bf16_cold_eager_s0-0-20",
                 "Twenty recorded steps instead of three: `Activity Buffer Request` still happens "
-                "once, so its share of the CPU time shrinks."),
+                "once. Compare its share of the Self CPU time with the three-step run: the post "
+                "explains why it hardly moves (the cold start inside `aten::mm` dominates both)."),
             "## A batch dimension",
             Run(P1 + "64_bf16_cold_eager_b8",
                 "With `--batch 8` the inputs are 3-D, and `aten::matmul` dispatches to `aten::bmm` "
@@ -146,20 +147,15 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "The same product in fp32 runs a different GEMM kernel: compare its name and its CUDA "
                 "time with the bf16 warm run above."),
             "## torch.compile",
-            Run(P1 + "64_bf16_cold_compile",
-                "New rows belong to the compiler's runtime: `Torch-Compiled Region`, `TorchDynamo "
-                "Cache Lookup`, `## Call CompiledFxGraph …`. Inductor turned the matmul and the add "
-                "into one `aten::addmm`. In a session that compiled before, the region's number "
-                "counts on from there."),
             Run(P1 + "64_bf16_warm_compile",
-                "Warm and compiled: compare the CPU total with the warm eager run; at this size the "
-                "compiler's guards and wrappers cost more than the launch they save."),
-            Run(P1 + "4096_bf16_cold_compile",
-                "One op, not one kernel: the GPU rows still show a cuBLAS GEMM, now with `badd` in its "
-                "name, after a `Memcpy DtoD` that copies the bias into the output buffer."),
+                "New rows belong to the compiler's runtime: `Torch-Compiled Region`, `TorchDynamo "
+                "Cache Lookup`, `## Call CompiledFxGraph …`, and Inductor turned the matmul and the "
+                "add into one `aten::addmm`. Compare the CPU total with the warm eager run: the post "
+                "says, from its runs, whether the compiled step costs the host more or less."),
             Run(P1 + "4096_bf16_warm_compile",
-                "Warm, the same kernels as the cold compiled run: the compiler changed the rows above "
-                "the kernels, not the GEMM family."),
+                "One op, not one kernel: the GPU rows still show a cuBLAS GEMM, now with `badd` in its "
+                "name, after a `Memcpy DtoD` that copies the bias into the output buffer. The "
+                "compiler changed the rows above the kernels, not the GEMM family."),
             "## Beyond Part 1: every size at once",
             Run("01_matmul_add_sweep/sweep_bf16_16-8192",
                 "One run over every size from 16 to 8192: eager everywhere, compiled and as a CUDA "
@@ -421,21 +417,24 @@ def _code(source: str, outputs: list[dict] | None = None, metadata: dict | None 
             "outputs": outputs or [], "source": source}
 
 
-def _example_meta(example: Example) -> dict:
+def _example_meta(example: Example) -> freeze.Meta:
     if freeze.status(example).state == "missing":
         raise NotebookError(f"{example.key} has no frozen run; run "
                             f"`{freeze.REFRESH_HINT.format(key=example.key)}` on a GPU machine")
-    return freeze.read_meta(example)
+    try:
+        return freeze.read_meta(example)
+    except freeze.MetaError as err:
+        raise NotebookError(str(err)) from None
 
 
-def _runs_metadata(metas: list[dict]) -> list[dict]:
+def _runs_metadata(metas: list[freeze.Meta]) -> list[dict]:
     """The GPU runs the outputs come from: one entry per environment and day (usually one). The
     environment is the one scripts/freeze.py records (GPU, driver, CUDA, torch, Python, and any
     package it adds): versions only, nothing that names the machine."""
     runs = {}
     for meta in metas:
-        entry = dict(meta["environment"])
-        entry["date"] = meta["date"][:10]
+        entry = meta.environment.to_json()
+        entry["date"] = meta.day
         runs[json.dumps(entry, sort_keys=True)] = entry
     return [runs[key] for key in sorted(runs)]
 
@@ -454,7 +453,7 @@ def build(notebook: Notebook) -> dict:
         metas.append(meta)
         cells.append(_markdown(cell.look_for))
         cells.append(_code(_run_source(example), _outputs(example),
-                           {"frozen": {"example": example.key, "inputs_hash": meta["inputs_hash"]}}))
+                           {"frozen": {"example": example.key, "inputs_hash": meta.inputs_hash}}))
     cells.append(_markdown(_closing(notebook)))
     _number(cells)
     return {

@@ -16,15 +16,14 @@ built site.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from html import escape
 from pathlib import Path
 
 from scripts import cache, catalog, freeze
+from scripts.markup import Markup, concat, h, join, table, writable
 from scripts.table import ProfilerTable, parse_table, render_table, to_us
 
 PERFETTO_UI = "https://ui.perfetto.dev"
@@ -74,16 +73,15 @@ def svg_size(svg: str) -> tuple[str, str]:
     return (match.group(1), match.group(2)) if match else ("900", "300")
 
 
-def zoomable_figure(site_path: str, svg: Path, alt: str, caption: str, css_class: str = "timeline") -> str:
+def zoomable_figure(site_path: str, svg: Path, alt: str, caption: str, css_class: str = "timeline") -> Markup:
     """An SVG file published at `site_path`, shown as an <img> (its size reserved from the viewBox) in
     a link to the file that docs/javascripts/svg-viewer.js opens full-screen, to pan and zoom."""
     width, height = svg_size(svg.read_text())
     src = publish(site_path, svg)
-    return (
-        f'<figure class="{css_class}"><a class="svg-zoom" href="{src}">'
-        f'<img src="{src}" alt="{escape(alt)}" loading="lazy" width="{width}" height="{height}"></a>'
-        f"<figcaption>{escape(caption)}</figcaption></figure>"
-    )
+    image = h("img", {"src": src, "alt": alt, "loading": "lazy", "width": width, "height": height})
+    return h("figure", {"class": css_class},
+             h("a", {"class": "svg-zoom", "href": src}, image),
+             h("figcaption", None, caption))
 
 
 @dataclass
@@ -93,12 +91,9 @@ class Run:
     example: catalog.Example
 
     @cached_property
-    def meta(self) -> dict:
-        if not self.example.meta_path.exists():
-            raise FileNotFoundError(
-                f"{self.example.key} has no frozen artifacts; "
-                f"run `{freeze.REFRESH_HINT.format(key=self.example.key)}` on a GPU machine"
-            )
+    def meta(self) -> freeze.Meta:
+        """The run's metadata, checked: a missing or unusable file raises one line naming it and the
+        command to run (freeze.MetaError)."""
         return freeze.read_meta(self.example)
 
     @cached_property
@@ -145,38 +140,27 @@ class Run:
         return to_us(value)
 
     def caption(self) -> str:
-        env = self.meta["environment"]
-        where = env.get("gpu") or "CPU"
+        env = self.meta.environment
+        where = env.gpu or "CPU"
         bits = [
-            where + (f" (driver {env['driver']})" if env.get("driver") else ""),
-            f"torch {env['torch']}" + (f", CUDA {env['cuda']}" if env.get("cuda") else "")
-            + "".join(f", {name} {version}" for name, version in (env.get("packages") or {}).items() if version),
-            f"Python {env['python']}",
-            self.meta["date"][:10],
+            where + (f" (driver {env.driver})" if env.driver else ""),
+            f"torch {env.torch}" + (f", CUDA {env.cuda}" if env.cuda else "")
+            + "".join(f", {name} {version}" for name, version in (env.packages or {}).items() if version),
+            *([f"Python {env.python}"] if env.python else []),
+            self.meta.day,
         ]
         return "Run on " + " · ".join(bits)
 
-    def table(self) -> str:
+    def table(self) -> Markup:
         return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
 
-    def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> str:
+    def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> Markup:
         """The annotated timeline as a zoomable picture (scripts.pages.zoomable_figure) of
         ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
-        from scripts.trace import select_window
+        from scripts import render
 
-        parts = [cache.file_digest(self.example.trace_path), str(step), str(max_kb), str(block),
-                 cache.code_digest("timeline", "trace", "intervals", "analysis")]
-
-        def render() -> str:
-            from scripts.analysis import facts
-            from scripts.timeline import SIZE_BUDGET_BYTES, render_timeline
-
-            window = select_window(self.trace, step=step, annotation=block)
-            return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window),
-                                   size_budget=max_kb * 1000 if max_kb else SIZE_BUDGET_BYTES)
-
-        svg = cache.cached_text("timeline", parts, render, suffix=".svg")
+        svg = cache.cached_file("timeline", render.timeline_svg, self.trace_input, step, max_kb, block, suffix=".svg")
         name = self.example.tag + (f"_step{step}" if step is not None else "")
         name += "_" + re.sub(r"[^A-Za-z0-9]+", "-", block).strip("-") if block else ""
         return zoomable_figure(
@@ -187,52 +171,99 @@ class Run:
     def summary(self) -> str:
         """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash),
         naming the trace by its path in the repository, never by this checkout's absolute path."""
+        from scripts import render
+
         shown = self.example.trace_path.relative_to(catalog.ROOT).as_posix()
-        parts = [cache.file_digest(self.example.trace_path), shown,
-                 cache.code_digest("analysis", "trace", "intervals")]
+        return cache.cached_file("summary", render.summary, self.trace_input, shown).read_text()
 
-        def compute() -> str:
-            from dataclasses import replace
-
-            from scripts.analysis import facts, summary_text
-
-            return summary_text(replace(facts(self.trace), source=shown))
-
-        return cache.cached_text("summary", parts, compute).read_text()
-
-    def facts(self) -> str:
+    def facts(self) -> Markup:
         """The analyzer's headline facts about the whole trace, as a box."""
         return render_facts_box(load_facts_json(self), relative_url(FACTS_GUIDE))
 
-    def links(self) -> str:
+    def links(self) -> Markup:
         """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""
         site_path = trace_site_path(self.example)
         href = publish(site_path, self.example.trace_path)
         name = self.example.trace_path.name
         size_kb = self.example.trace_path.stat().st_size / 1024
-        html = [
-            f'<div class="trace-actions">'
-            f'<a class="md-button" href="{href}" download="{name}">Download trace '
-            f'<small>({size_kb:,.0f} KB)</small></a>'
-            f'<button type="button" class="md-button md-button--primary perfetto-open" '
-            f'data-trace="{href}" data-title="{escape(self.example.key)}" data-file="{name}">'
-            f"Open in Perfetto</button>"
+        _ledger().link(self.example.key)
+        parts = [
+            h("a", {"class": "md-button", "href": href, "download": name},
+              "Download trace ", h("small", None, f"({size_kb:,.0f} KB)")),
+            h("button", {"type": "button", "class": "md-button md-button--primary perfetto-open",
+                         "data-trace": href, "data-title": self.example.key, "data-file": name},
+              "Open in Perfetto"),
         ]
         if SITE.site_url.startswith("https://"):
             absolute = SITE.site_url.rstrip("/") + "/" + site_path
-            html.append(f'<a class="perfetto-share" href="{PERFETTO_UI}/#!/?url={absolute}">'
-                        f"Shareable Perfetto link</a>")
-        html.append("</div>")
-        return "".join(html)
+            parts.append(h("a", {"class": "perfetto-share", "href": f"{PERFETTO_UI}/#!/?url={absolute}"},
+                           "Shareable Perfetto link"))
+        return h("div", {"class": "trace-actions"}, parts)
+
+    # Typed facts and repeated measurements (scripts.render computes them, scripts.cache keeps them).
+
+    @property
+    def trace_input(self) -> cache.FileInput:
+        """The trace as an input of a cached computation: keyed by the file, parsed once."""
+        return cache.FileInput(self.example.trace_path, lambda: self.trace)
+
+    def trace_facts(self, window=None):
+        """The analyzer's TraceFacts about this run (over `window`, default the whole trace)."""
+        from scripts import render
+
+        return cache.cached("facts", render.trace_facts, self.trace_input, window)
+
+    def samples(self) -> list[dict]:
+        """scripts.samples' digests of every run of this example: the shown trace's, then those
+        of the extra process runs the refresh stored beside it (none for older runs)."""
+        return list(self._digests)
+
+    @cached_property
+    def _digests(self) -> tuple[dict, ...]:
+        from scripts import render
+        from scripts.samples import read_extra_runs, samples_path
+
+        try:
+            extra = read_extra_runs(samples_path(self.example.trace_path))
+        except ValueError as err:
+            raise ValueError(f"{self.example.key}: {err}") from None
+        return (cache.cached("samples", render.sample_digest, self.trace_input), *extra)
+
+    def step_samples(self, field: str = "dur_us", *, skip_first: bool):
+        """A Spread of one step field (`dur_us`, `gpu.busy_us`, `gpu.kernels`) over every
+        recorded step of every run; `skip_first` leaves out each run's first recorded step."""
+        from scripts.claims import samples
+        from scripts.samples import step_values
+
+        values = step_values(self.samples(), field, skip_first=skip_first)
+        unit = "" if field == "gpu.kernels" else "us"
+        return samples(values, unit, f"{field} per step", [self.example.key])
+
+    def first_step_samples(self, field: str = "dur_us"):
+        """A Spread of one step field of each run's first recorded step (one value per run)."""
+        from scripts.claims import samples
+        from scripts.samples import first_step_values
+
+        values = first_step_values(self.samples(), field)
+        return samples(values, "" if field == "gpu.kernels" else "us", f"{field} of the first step", [self.example.key])
+
+    def op_samples(self, name: str, field: str, *, skip_first: bool):
+        """A Spread of an op's (or label's) `first_us`, `total_us` or `count`, one value per
+        recorded step in which it ran, over every run."""
+        from scripts.claims import samples
+        from scripts.samples import op_values
+
+        values = op_values(self.samples(), name, field, skip_first=skip_first)
+        return samples(values, "" if field == "count" else "us", f"{name} {field}", [self.example.key])
 
 
 FACTS_GUIDE = "guide/analyze-your-trace/"
 
 
-def render_facts_box(facts: dict, guide_href: str) -> str:
+def render_facts_box(facts: dict, guide_href: str) -> Markup:
     """A compact box of the analyzer's headline facts about a whole trace."""
     w = facts["window"]
-    rows = [("Verdict", f"<strong>{escape(w['verdict']['label'])}</strong>: {escape(w['verdict']['reason'])}")]
+    rows = [("Verdict", concat(h("strong", None, w["verdict"]["label"]), ": ", w["verdict"]["reason"]))]
     if facts["has_gpu_activity"]:
         launched = w["launched"]
         rows.append(("GPU busy", f"{w['window_busy_pct']:.1f}% of the trace's time ({format_us(w['window_busy_us'])}); "
@@ -242,29 +273,28 @@ def render_facts_box(facts: dict, guide_href: str) -> str:
         rows.append(("Idle (HTA's breakdown)", f"{idle['idle_pct']:.1f}% idle · {idle['compute_pct']:.1f}% compute · "
                                                f"{idle['non_compute_pct']:.1f}% non-compute"))
         launches = w["launches"]
-        apis = ", ".join(f"<code>{escape(api)}</code> {n}" for api, n in launches["by_api"].items())
+        apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches["by_api"].items()))
         delay = launches.get("delay_p50_us")
-        rows.append(("Launches", f"{launches['launches']} ({apis})"
-                                 + (f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
-        kinds = ", ".join(f"{n} {escape(kind)}" for kind, n in w["activities_by_kind"].items())
+        rows.append(("Launches", concat(f"{launches['launches']} (", apis, ")",
+                                        f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
+        kinds = join(", ", (f"{n} {kind}" for kind, n in w["activities_by_kind"].items()))
         rows.append(("GPU activities", kinds))
         top = w["top_kernels"][0]
-        rows.append(("Top kernel", f"<code>{escape(top['name'])}</code>, {top['share_pct']:.0f}% of GPU time"))
+        rows.append(("Top kernel", concat(h("code", None, top["name"]), f", {top['share_pct']:.0f}% of GPU time")))
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
     rows.append(("CPU busy", f"{w['cpu_busy_pct']:.1f}% of the trace ({format_us(w['cpu_busy_us'])})"))
     if facts["steps"]:
-        steps = "; ".join(
-            f"#{step['label'].split('#')[-1]} {escape(step['verdict']['label'])}"
+        steps = join("; ", (
+            f"#{step['label'].split('#')[-1]} {step['verdict']['label']}"
             + (f" ({step['launched']['busy_pct']:.0f}% GPU busy of launched work)" if step["launched"] else "")
             for step in facts["steps"]
-        )
+        ))
         rows.append(("Per ProfilerStep", steps))
-    body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
-    return (
-        '<div class="admonition abstract facts" data-search-exclude><p class="admonition-title">What the analyzer says '
-        f'(<a href="{guide_href}">how to read this</a>)</p><dl>{body}</dl></div>'
-    )
+    title = h("p", {"class": "admonition-title"},
+              "What the analyzer says (", h("a", {"href": guide_href}, "how to read this"), ")")
+    body = h("dl", None, [(h("dt", None, name), h("dd", None, value)) for name, value in rows])
+    return h("div", {"class": "admonition abstract facts", "data-search-exclude": True}, title, body)
 
 
 _runs: dict[tuple, Run] = {}
@@ -281,20 +311,19 @@ def example(key: str) -> Run:
         version = None  # Run.meta raises with the command to run
     if (key, version) not in _runs:
         _runs[(key, version)] = Run(item)
+    _ledger().use(key, traced=item.trace_path.exists())  # the page reads its numbers: it shows its buttons
     return _runs[(key, version)]
 
 
+def _ledger():
+    from scripts.claims import LEDGER
+
+    return LEDGER
+
+
 def load_facts_json(run: Run, window=None) -> dict:
-    """The facts engine's output for a run, cached on disk by content hash."""
-    parts = [cache.file_digest(run.example.trace_path), repr(window),
-             cache.code_digest("analysis", "trace", "intervals")]
-
-    def compute() -> str:
-        from scripts.analysis import facts
-
-        return json.dumps(facts(run.trace, window=window).to_dict())
-
-    return json.loads(cache.cached_text("facts", parts, compute, suffix=".json").read_text())
+    """The facts engine's output for a run as JSON-ready dicts (Run.trace_facts is the typed form)."""
+    return run.trace_facts(window).to_dict()
 
 
 # --- companion notebooks (scripts/notebooks.py) -----------------------------------------------
@@ -305,7 +334,7 @@ def _page_link(site_path: str) -> str:
     return relative_url(site_path) + ("/" if site_path.endswith("/") else "")
 
 
-def notebook_box(part: int | None = None) -> str:
+def notebook_box(part: int | None = None) -> Markup:
     """The box near the top of a post: its companion notebook (that of `part`, for a page beyond
     the series that shares one), to view or to download."""
     from scripts import notebooks
@@ -315,43 +344,40 @@ def notebook_box(part: int | None = None) -> str:
         raise LookupError(f"no notebook in scripts/notebooks.py has the post {SITE.page_url!r}"
                           + (f" or the part {part}" if part else ""))
     notebook = found[0]
-    return (
-        '<div class="admonition example companion-notebook"><p class="admonition-title">Companion '
-        f'notebook</p><p>Every example of this part as a notebook, to rerun on your GPU or on Colab: '
-        f'<a href="{_page_link(notebook.page_url)}">view it</a> · '
-        f'<a href="{_page_link(notebook.download_url)}" download>download it (.ipynb)</a>.</p></div>'
-    )
+    return h("div", {"class": "admonition example companion-notebook"},
+             h("p", {"class": "admonition-title"}, "Companion notebook"),
+             h("p", None, "Every example of this part as a notebook, to rerun on your GPU or on Colab: ",
+               h("a", {"href": _page_link(notebook.page_url)}, "view it"), " · ",
+               h("a", {"href": _page_link(notebook.download_url), "download": True}, "download it (.ipynb)"),
+               "."))
 
 
-def notebook_index() -> str:
+def notebook_index() -> Markup:
     """The Notebooks page's table: each part's notebook, its post and its download."""
     from scripts import notebooks
 
-    rows = "".join(
-        f'<tr><td><a href="{_page_link(n.page_url)}">{escape(n.title)}</a></td>'
-        f'<td><a href="{_page_link(n.post_url)}">Part {n.part}</a></td>'
-        f"<td>{len(n.runs)}</td>"
-        f'<td><a href="{_page_link(n.download_url)}" download>{escape(n.name)}.ipynb</a></td></tr>'
+    rows = [
+        [h("a", {"href": _page_link(n.page_url)}, n.title),
+         h("a", {"href": _page_link(n.post_url)}, f"Part {n.part}"),
+         len(n.runs),
+         h("a", {"href": _page_link(n.download_url), "download": True}, f"{n.name}.ipynb")]
         for n in notebooks.NOTEBOOKS
-    )
-    return ("<table><thead><tr><th>Notebook</th><th>Post</th><th>Examples</th><th>Download</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>")
+    ]
+    return table(["Notebook", "Post", "Examples", "Download"], rows)
 
 
-def notebook_actions(docs_path: str) -> str:
+def notebook_actions(docs_path: str) -> Markup:
     """Above a rendered notebook: its download and the post it belongs to ("" for other pages)."""
     from scripts import notebooks
 
     found = [n for n in notebooks.NOTEBOOKS if n.docs_path == docs_path]
     if not found:
-        return ""
+        return Markup("")
     notebook = found[0]
-    return (
-        '<div class="notebook-actions">'
-        f'<a class="md-button md-button--primary" href="{_page_link(notebook.download_url)}" '
-        f'download>Download the notebook (.ipynb)</a>'
-        f'<a class="md-button" href="{_page_link(notebook.post_url)}">Read Part {notebook.part}</a></div>'
-    )
+    return h("div", {"class": "notebook-actions"},
+             h("a", {"class": "md-button md-button--primary", "href": _page_link(notebook.download_url),
+                     "download": True}, "Download the notebook (.ipynb)"),
+             h("a", {"class": "md-button", "href": _page_link(notebook.post_url)}, f"Read Part {notebook.part}"))
 
 
 JUPYTER_CSS = "stylesheets/jupyter.css"  # mkdocs-jupyter's JupyterLab stylesheet, shared by the notebook pages
@@ -382,7 +408,7 @@ def notebook_html(html: str) -> str:
     the tables the posts already show, and the index would otherwise grow by half."""
     css_file, inline = _jupyter_css()
     if inline in html:
-        html = html.replace(inline, f'<link rel="stylesheet" href="{publish(JUPYTER_CSS, css_file)}">', 1)
+        html = html.replace(inline, h("link", {"rel": "stylesheet", "href": publish(JUPYTER_CSS, css_file)}), 1)
     for dead in (_MATHJAX, _MERMAID, _PYGMENTS_LIST):
         html = dead.sub("", html, count=1)
     # Material matches the excluded element by its tag alone, so the first </div> inside an

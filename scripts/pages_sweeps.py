@@ -7,36 +7,28 @@
     print(view.times_plot())
     ```
 
-The facts come from scripts.blocks (cached on disk by the trace's content and the code's), the
-pictures from scripts.plots; everything printed is read off the frozen trace.
+The facts come from scripts.blocks and the pictures from scripts.plots, both through
+scripts.render and the render cache (keyed by the trace's content and by the code that computes
+them); everything printed is read off the frozen trace.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict
 from functools import cached_property
-from html import escape
 from pathlib import Path
 
-from scripts import cache
+from scripts import cache, render
 from scripts.analysis import short_name
-from scripts.blocks import BatchFacts, Sweep, SweepPoint
+from scripts.blocks import ActivityCost, BatchFacts, Sweep, SweepPoint
+from scripts.markup import Markup, concat, h, table, td, th
 from scripts.pages import Run, example, format_us, zoomable_figure
 from scripts.table import scrolling_table
 
-FACTS_CODE = ("blocks", "analysis", "trace", "intervals")
 
-
-def _figure(run: Run, name: str, svg: Path, alt: str, what: str) -> str:
+def _figure(run: Run, name: str, svg: Path, alt: str, what: str) -> Markup:
     return zoomable_figure(f"plots/{run.example.snippet}/{name}.svg", svg, alt,
                            f"{what} {run.caption()}. Click to zoom.", css_class="timeline plot")
-
-
-def _plot(run: Run, name: str, draw) -> Path:
-    parts = [cache.file_digest(run.example.trace_path), name, cache.code_digest("plots", *FACTS_CODE)]
-    return cache.cached_text("plot", parts, draw, suffix=".svg")
 
 
 def percent(value: float) -> str:
@@ -49,13 +41,11 @@ def percent(value: float) -> str:
     return f"{value:.{digits}f}%"
 
 
-def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
-    num = ' class="num"'
-    thead = "".join(f'<th scope="col"{"" if i == 0 else num}>{escape(h)}</th>' for i, h in enumerate(head))
-    body = "".join("<tr>" + f'<th scope="row">{row[0]}</th>' + "".join(f'<td class="num">{cell}</td>' for cell in row[1:])
-                   + "</tr>" for row in rows)
-    return scrolling_table(f'<table class="prof"><caption>{escape(caption)}</caption><thead><tr>{thead}</tr>'
-                           f"</thead><tbody>{body}</tbody></table>", caption, searchable=False)
+def _table(head: list[str], rows: list[list], caption: str) -> Markup:
+    """Rows named by their first cell, numbers in the others."""
+    thead = [th(name, {"scope": "col", "class": "num" if i else None}) for i, name in enumerate(head)]
+    body = [[th(row[0], {"scope": "row"}), *(td(cell, {"class": "num"}) for cell in row[1:])] for row in rows]
+    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
 
 
 # --- the matmul + add sweep ----------------------------------------------------------------------
@@ -67,28 +57,24 @@ class SweepView:
 
     @cached_property
     def data(self) -> Sweep:
-        parts = [cache.file_digest(self.run.example.trace_path), cache.code_digest(*FACTS_CODE)]
+        return cache.cached("sweep", render.sweep_facts, self.run.trace_input)
 
-        def compute() -> str:
-            from scripts.blocks import sweep as sweep_facts
-
-            return json.dumps(asdict(sweep_facts(self.run.trace)))
-
-        raw = json.loads(cache.cached_text("sweep", parts, compute, suffix=".json").read_text())
-        points = tuple(SweepPoint(**p) for p in raw.pop("points"))
-        return Sweep(points=points, **raw)
+    @property
+    def _facts_input(self) -> cache.FileInput:
+        """The sweep's facts as a plot's input: keyed by the trace file they come from."""
+        return cache.FileInput(self.run.example.trace_path, lambda: self.data)
 
     def point(self, mode: str, size: int) -> SweepPoint:
         return self.data.point(mode, size)
 
-    def table(self, modes: tuple[str, ...] | None = None) -> str:
+    def table(self, modes: tuple[str, ...] | None = None) -> Markup:
         """One row per block, by size then mode."""
         sweep = self.data
         chosen = [p for p in sweep.points if modes is None or p.mode in modes]
         rows = []
         for p in sorted(chosen, key=lambda p: (p.size, sweep.modes().index(p.mode))):
             rows.append([
-                f"{p.mode} <code>n={p.size}</code>",
+                concat(f"{p.mode} ", h("code", None, f"n={p.size}")),
                 format_us(p.cpu_us_per_step),
                 format_us(p.wall_us_per_step),
                 format_us(p.gpu_us_per_step),
@@ -96,24 +82,20 @@ class SweepView:
                 f"{p.launches_per_step:g}",
                 f"{p.tflops:.3g}",
                 percent(sweep.share_of_peak(p)),
-                escape(p.verdict),
+                p.verdict,
             ])
         head = ["block", "host per step", "wall per step", "GPU busy per step", "GPU busy",
                 "launches per step", "TFLOP/s", "of peak", "verdict"]
         return _table(head, rows, f"Every block of the sweep, read off its trace — {self.run.caption()}")
 
-    def times_plot(self) -> str:
-        from scripts.plots import sweep_times
-
-        svg = _plot(self.run, "times", lambda: sweep_times(self.data))
+    def times_plot(self) -> Markup:
+        svg = cache.cached_file("plot", render.sweep_times_svg, self._facts_input, suffix=".svg")
         return _figure(self.run, "sweep_times", svg,
                        "Host time and GPU busy time per step against matrix size, for eager, "
                        "torch.compile and CUDA graph", "Host and GPU time per step (log scales).")
 
-    def tflops_plot(self) -> str:
-        from scripts.plots import sweep_tflops
-
-        svg = _plot(self.run, "tflops", lambda: sweep_tflops(self.data))
+    def tflops_plot(self) -> Markup:
+        svg = cache.cached_file("plot", render.sweep_tflops_svg, self._facts_input, suffix=".svg")
         return _figure(self.run, "sweep_tflops", svg,
                        "Achieved TFLOP/s against matrix size for each mode, under the measured peak",
                        "Achieved TFLOP/s against the peak measured in the same run.")
@@ -137,15 +119,12 @@ class LLMView:
 
     @cached_property
     def batches(self) -> list[BatchFacts]:
-        parts = [cache.file_digest(self.run.example.trace_path), str(self.prompt), cache.code_digest(*FACTS_CODE)]
+        return cache.cached("llm", render.llm_batches, self.run.trace_input, self.prompt)
 
-        def compute() -> str:
-            from scripts.blocks import llm_steps
-
-            return json.dumps([asdict(b) for b in llm_steps(self.run.trace, self.prompt)])
-
-        raw = json.loads(cache.cached_text("llm", parts, compute, suffix=".json").read_text())
-        return [BatchFacts(**b) for b in raw]
+    @property
+    def batches_input(self) -> cache.FileInput:
+        """The batches' facts as a plot's input: keyed by the trace file and the prompt length."""
+        return cache.FileInput(self.run.example.trace_path, lambda: self.batches, f"prompt={self.prompt}")
 
     def batch(self, size: int = 1) -> BatchFacts:
         for facts in self.batches:
@@ -153,31 +132,14 @@ class LLMView:
                 return facts
         raise KeyError(f"{self.run.example.key} has no batch {size}")
 
-    def kernels(self, batch: int, top: int = 5) -> list[dict]:
+    def kernels(self, batch: int, top: int = 5) -> list[ActivityCost]:
         """The GPU activities that took the most time in this batch size's steps: name, kind,
-        count and time per step (cached on disk like the other facts)."""
-        parts = [cache.file_digest(self.run.example.trace_path), f"kernels b={batch} top={top}",
-                 cache.code_digest(*FACTS_CODE)]
+        count and time per step."""
+        return cache.cached("llm", render.llm_top_activities, self.run.trace_input, batch, top)
 
-        def compute() -> str:
-            from scripts.analysis import facts_of_windows
-            from scripts.trace import Window
-
-            steps = [e for e in self.run.trace.by_kind.get("annotation", [])
-                     if e.name in (f"decode b={batch}", f"prefill b={batch}")]
-            if not steps:
-                raise KeyError(f"{self.run.example.key} has no batch {batch}")
-            window = Window(steps[0].ts, steps[-1].end, f"batch {batch}")
-            (facts,) = facts_of_windows(self.run.trace, [window], top=top)
-            return json.dumps([{"name": k.name, "kind": k.kind, "count": k.count / len(steps),
-                                "ms_per_step": k.total_us / len(steps) / 1e3}
-                               for k in facts.top_kernels])
-
-        return json.loads(cache.cached_text("llm", parts, compute, suffix=".json").read_text())
-
-    def kernels_table(self, batch: int, top: int = 5) -> str:
-        rows = [[f"<code>{escape(short_name(k['name'], 110))}</code>", f"{k['count']:g}",
-                 format_us(k["ms_per_step"] * 1e3)] for k in self.kernels(batch, top)]
+    def kernels_table(self, batch: int, top: int = 5) -> Markup:
+        rows = [[h("code", None, short_name(k.name, 110)), f"{k.count_per_step:g}",
+                 format_us(k.us_per_step)] for k in self.kernels(batch, top)]
         return _table(["GPU activity", "per step", "time per step"], rows,
                       f"The {top} costliest GPU activities per step at batch {batch}: "
                       f"{self.run.example.command}")
@@ -202,7 +164,7 @@ def _batch_row(label: str, b: BatchFacts) -> list[str]:
         f"{b.gaps_per_step:.0f}",
         f"{b.launches_per_step:.0f}",
         f"{b.kernels_per_step:.0f}",
-        escape(b.verdict),
+        b.verdict,
     ]
 
 
@@ -210,29 +172,24 @@ BATCH_HEAD = ["run", "per step", "tokens/s", "GPU busy", "GPU busy per step", "G
               "gaps per step", "launches per step", "kernels per step", "verdict"]
 
 
-def compare(rows: dict[str, tuple[str, int]], caption: str) -> str:
+def compare(rows: dict[str, tuple[str, int]], caption: str) -> Markup:
     """One row per (label -> (example key, batch)): the runs side by side."""
-    table_rows = [_batch_row(escape(label), llm(key).batch(size)) for label, (key, size) in rows.items()]
+    table_rows = [_batch_row(label, llm(key).batch(size)) for label, (key, size) in rows.items()]
     return _table(BATCH_HEAD, table_rows, caption)
 
 
-def batch_table(key: str) -> str:
+def batch_table(key: str) -> Markup:
     view = llm(key)
     rows = [_batch_row(f"batch {b.batch}", b) for b in view.batches]
     return _table(BATCH_HEAD, rows, f"{view.run.example.command} — {view.run.caption()}")
 
 
-def tokens_plot(series: dict[str, str]) -> str:
+def tokens_plot(series: dict[str, str]) -> Markup:
     """Tokens per second against batch size, one line per (legend label -> example key)."""
-    from scripts.plots import tokens_per_second
-
     views = {label: llm(key) for label, key in series.items()}
     first = next(iter(views.values())).run
-    parts = [cache.file_digest(v.run.example.trace_path) for v in views.values()]
-    parts += [*series, cache.code_digest("plots", *FACTS_CODE)]
-    key = cache.cached_text("plot", parts,
-                            lambda: tokens_per_second({label: v.batches for label, v in views.items()}),
-                            suffix=".svg")
+    key = cache.cached_file("plot", render.tokens_svg, tuple(views),
+                            tuple(v.batches_input for v in views.values()), suffix=".svg")
     return _figure(first, "tokens_per_second", key,
                    "New tokens per second against batch size, eager and compiled decode",
                    "Decode throughput against batch size (log scales).")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html import escape
+
+from scripts.markup import Markup, h, join, table as html_table, td, th
 
 # Columns a table can be sorted by, in the order we test them when finding the sort column.
 SORT_CANDIDATES = ("CUDA total", "Self CUDA", "CPU total", "Self CPU", "Device total", "Self Device")
@@ -91,48 +92,39 @@ def _is_numeric(cell: str) -> bool:
     return bool(re.match(r"^-?[\d.]+(%|ns|us|ms|s)?$", cell))
 
 
-def render_table(table: ProfilerTable, caption: str = "") -> str:
+def render_table(table: ProfilerTable, caption: str = "") -> Markup:
     """An accessible HTML table: names escaped, numbers right-aligned, the sort column marked."""
     sort = table.sort_column
     head = []
     for name in table.columns:
         if name == sort:
-            head.append(f'<th scope="col" class="num sorted" aria-sort="descending" '
-                        f'title="rows sorted by this column">{escape(name)} ▼</th>')
+            head.append(th(f"{name} ▼", {"scope": "col", "class": "num sorted", "aria-sort": "descending",
+                                         "title": "rows sorted by this column"}))
         else:
-            align = ' class="num"' if name != table.columns[0] else ""
-            head.append(f'<th scope="col"{align}>{escape(name)}</th>')
+            head.append(th(name, {"scope": "col", "class": "num" if name != table.columns[0] else None}))
     body = []
     for row in table.rows:
-        cells = [f'<th scope="row"><code>{escape(row[0])}</code></th>']
+        cells = [th(h("code", None, row[0]), {"scope": "row"})]
         for name, cell in zip(table.columns[1:], row[1:]):
             classes = ["num"] if _is_numeric(cell) else []
             if name == sort:
                 classes.append("sorted")
-            cls = f' class="{" ".join(classes)}"' if classes else ""
-            cells.append(f"<td{cls}>{escape(cell)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    foot = "".join(
-        f'<tr><th scope="row" colspan="{len(table.columns) - 1}">{escape(label)}</th>'
-        f'<td class="num">{escape(value)}</td></tr>'
-        for label, value in table.totals
-    )
-    caption_html = f"<caption>{escape(caption)}</caption>" if caption else ""
+            cells.append(td(cell, {"class": " ".join(classes) or None}))
+        body.append(cells)
+    foot = [[th(label, {"scope": "row", "colspan": len(table.columns) - 1}), td(value, {"class": "num"})]
+            for label, value in table.totals]
     # The totals are what to read first, so they also stand below the table, outside the part
     # that scrolls sideways.
-    totals = " · ".join(f"{escape(label)}: <strong>{escape(value)}</strong>" for label, value in table.totals)
-    return scrolling_table(
-        f'<table class="prof">{caption_html}<thead><tr>{"".join(head)}</tr></thead>'
-        f'<tbody>{"".join(body)}</tbody><tfoot>{foot}</tfoot></table>',
-        "profiler table", after=f'<p class="prof-totals">{totals}</p>')
+    totals = join(" · ", ((f"{label}: ", h("strong", None, value)) for label, value in table.totals))
+    return scrolling_table(html_table(head, body, caption=caption, foot=foot, attrs={"class": "prof"}),
+                           "profiler table", after=h("p", {"class": "prof-totals"}, totals))
 
 
-def scrolling_table(table_html: str, label: str, after: str = "", searchable: bool = True) -> str:
+def scrolling_table(table_html: Markup, label: str, after: Markup | None = None,
+                    searchable: bool = True) -> Markup:
     """A table in the box that scrolls sideways on narrow screens (keyboard-reachable, labelled),
     with `after` below the scrolling part. Tables of numbers only can stay out of the search
     index, which every page downloads."""
-    exclude = "" if searchable else " data-search-exclude"
-    return (
-        f'<div class="prof-table"{exclude}><div class="prof-scroll" tabindex="0" role="region" '
-        f'aria-label="{escape(label)}, scrolls sideways">{table_html}</div>{after}</div>'
-    )
+    scroll = h("div", {"class": "prof-scroll", "tabindex": 0, "role": "region",
+                       "aria-label": f"{label}, scrolls sideways"}, table_html)
+    return h("div", {"class": "prof-table", "data-search-exclude": not searchable}, scroll, after)

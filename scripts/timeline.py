@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from scripts.intervals import gaps as uncovered
 from scripts.intervals import total, union
+from scripts.markup import escape
 from scripts.trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Event, Trace, Window, load_trace, select_window
 
 # Geometry in px of the viewBox. The picture is shown scaled to the width of the post's column,
@@ -139,10 +140,6 @@ def clean_text(text: str) -> str:
     """Text fit for the picture: no characters XML forbids, no directories of absolute paths, no
     spaces around it."""
     return _ABSOLUTE_DIRS.sub("", _XML_INVALID.sub("", str(text))).strip()
-
-
-def xml_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def format_us(us: float) -> str:
@@ -1198,8 +1195,8 @@ def _hatch(
 
 def _text(x: float, y: float, text: str, css_class: str, anchor: str = "", tooltip: str = "") -> str:
     anchor_attr = f' text-anchor="{anchor}"' if anchor else ""
-    title = f"<title>{xml_escape(tooltip)}</title>" if tooltip and tooltip != text else ""
-    body = f"{title}{xml_escape(text)}"
+    title = f"<title>{escape(tooltip)}</title>" if tooltip and tooltip != text else ""
+    body = f"{title}{escape(text)}"
     return f'<text class="{css_class}" x="{_num(x)}" y="{_num(y)}"{anchor_attr}>{body}</text>'
 
 
@@ -1208,10 +1205,10 @@ def _heading_svg(heading: Heading) -> str:
     that the element's text content reads as the heading does on one line."""
     if len(heading.lines) < 2:
         return _text(heading.x, heading.baseline, heading.text, heading.style, tooltip=heading.tooltip)
-    title = f"<title>{xml_escape(heading.tooltip)}</title>" if heading.tooltip != heading.text else ""
+    title = f"<title>{escape(heading.tooltip)}</title>" if heading.tooltip != heading.text else ""
     first, *rest = heading.lines
-    body = xml_escape(first) + " " + " ".join(
-        f'<tspan x="{_num(heading.x)}" dy="{LINE_H}">{xml_escape(line)}</tspan>' for line in rest
+    body = escape(first) + " " + " ".join(
+        f'<tspan x="{_num(heading.x)}" dy="{LINE_H}">{escape(line)}</tspan>' for line in rest
     )
     geometry = f'x="{_num(heading.x)}" y="{_num(heading.baseline)}"'
     return f'<text class="{heading.style}" {geometry}>{title}{body}</text>'
@@ -1220,7 +1217,7 @@ def _heading_svg(heading: Heading) -> str:
 def _rect(box: Box, css_class: str, tooltip: str = "") -> str:
     geometry = f'x="{_num(box.x)}" y="{_num(box.y)}" width="{_num(box.w)}" height="{_num(box.h)}"'
     if tooltip:
-        return f'<rect class="{css_class}" {geometry}><title>{xml_escape(tooltip)}</title></rect>'
+        return f'<rect class="{css_class}" {geometry}><title>{escape(tooltip)}</title></rect>'
     return f'<rect class="{css_class}" {geometry}/>'
 
 
@@ -1274,7 +1271,7 @@ def svg_of(layout: TimelineLayout) -> str:
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" role="img" aria-labelledby="timeline-title">',
-        f'<title id="timeline-title">{xml_escape(layout.title)}: {xml_escape(layout.subtitle)}</title>',
+        f'<title id="timeline-title">{escape(layout.title)}: {escape(layout.subtitle)}</title>',
         _style(kinds, merged_kinds, dense_kinds),
         _defs(merged_kinds),
         f'<rect class="card" x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" rx="8"/>',

@@ -233,6 +233,46 @@ def test_blocked_popup_offers_a_second_button_that_delivers(visit, built_site):
     assert not v.problems, "\n".join(v.problems)
 
 
+def test_double_click_on_perfetto_opens_one_tab_and_frees_the_button(visit, built_site):
+    v = visit()
+    page = v.open("blog/matmul-add/")
+    popups, downloads = [], []
+    v.context.on("page", lambda p: popups.append(p))
+    page.on("request", lambda r: r.url.endswith(".json.gz") and downloads.append(r.url))
+    button = page.locator(BUTTON).first
+    data = button.evaluate(BUTTON_DATA)
+    button.scroll_into_view_if_needed()
+    box = button.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    with page.expect_popup() as first:
+        page.mouse.click(x, y)  # two clicks as a hurried reader makes them (Playwright's
+        page.mouse.click(x, y)  # dblclick() lets the first popup swallow the second click)
+    assert_delivered(first.value, data, page.url, built_site)
+    page.locator(".perfetto-status", has_text="Opened in Perfetto").first.wait_for()
+    page.wait_for_timeout(300)  # a second tab would have opened by now
+    assert len(popups) == 1 and len(downloads) == 1
+    assert button.is_enabled()
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_perfetto_download_that_never_answers_times_out_with_a_message(visit):
+    v = visit()
+    hanging = []
+    v.context.route("**/*.json.gz", lambda route: hanging.append(route))  # never answered
+    page = v.open("blog/matmul-add/")
+    button = page.locator(BUTTON).first
+    # The limit, and a listener that runs after the button's: was it busy once clicked?
+    button.evaluate("""(b) => { b.dataset.timeoutMs = '400';
+        document.addEventListener('click', () => { window.busyAfterClick = b.disabled; }); }""")
+    with page.expect_popup():
+        button.click()
+    assert page.evaluate("window.busyAfterClick") is True
+    status = page.locator(".perfetto-status", has_text="took longer than 400 ms")
+    status.wait_for(timeout=5_000)
+    assert hanging and "Could not open the trace" in status.inner_text()
+    assert button.is_enabled()  # free for another try
+
+
 # --- phones --------------------------------------------------------------------------------------
 
 # Elements of the article that stick out to the right of the viewport, unless a box of the article

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import os
 import re
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -132,30 +135,16 @@ def test_refresh_output_is_reproducible_and_sanitized(sandbox):
     assert trace["traceName"] == "run0.json"
 
 
-def test_sanitizer_removes_machine_paths_and_names():
-    scrubber = freeze.Scrubber(
-        replacements=[("/home/alice/proj", ""), ("/usr/lib/python3.12/site-packages", "site-packages")],
-        words=["gpu-node-17", "alice"],
-    )
-    raw = {
-        "traceName": "/home/alice/proj/traces/x.json",
-        "host_name": "gpu-node-17",
-        "distributedInfo": {"backend": "nccl", "rank": 0, "host_name": "gpu-node-17"},
-        "traceEvents": [
-            {"name": "/home/alice/proj/snippets/01_matmul_add.py(50): fn", "ph": "X"},
-            {"name": "/usr/lib/python3.12/site-packages/torch/nn/modules/linear.py(125): forward"},
-            {"name": "thread 12 (python)", "args": {"note": "ran on gpu-node-17 by alice"}},
-        ],
-    }
-    clean = freeze.sanitize_trace(raw, "x.json", scrubber)
-    text = json.dumps(clean)
-    assert "alice" not in text and "gpu-node-17" not in text and "/home/" not in text
-    assert clean["traceName"] == "x.json"
-    assert clean["distributedInfo"] == {"backend": "nccl", "rank": 0}
-    assert clean["traceEvents"][0]["name"] == "snippets/01_matmul_add.py(50): fn"
-    assert clean["traceEvents"][1]["name"].startswith("site-packages/torch/nn/")
-    assert not scrubber.leaks(clean)
-    assert scrubber.leaks({"x": "/root/.cache/thing"})
+def test_a_sanitizer_that_misses_something_fails_the_refresh(sandbox, monkeypatch):
+    """The post-check refuses what the rules let through (tests/test_sanitize.py tests the rules)."""
+    tmp_path, ok = sandbox
+    before = snapshot(tmp_path / "traces")
+    monkeypatch.setattr(freeze, "sanitize_trace",
+                        lambda data, name, scrubber: {**data, "traceName": name, "note": "/fsx/alice/run"})
+    messages = []
+    assert freeze.refresh([ok[0]], sys.executable, log=messages.append) == 1
+    assert "the sanitizer left a machine path or name: '/fsx/alice/run" in "\n".join(messages)
+    assert snapshot(tmp_path / "traces") == before
 
 
 def test_no_machine_path_or_host_name_under_traces():
@@ -190,4 +179,220 @@ def test_metadata_records_the_packages_a_snippet_header_asks_for():
     assert freeze.environment_of(llm, probed) == {"torch": "2.x", "packages": {"transformers": "5.0"}}
     assert "packages" not in freeze.environment_of(catalog.get("01_matmul_add/64_bf16_cold_eager"), probed)
     for example in catalog.PART4:
-        assert freeze.read_meta(example)["environment"]["packages"]["transformers"]
+        assert freeze.read_meta(example).environment.packages["transformers"]
+
+
+# --- metadata that cannot be used: one line naming the file and what to run ---------------------
+
+KEY = "01_matmul_add/64_bf16_cold_eager"
+META_REL = f"traces/{KEY}.meta.json"
+COMMAND = f'make refresh ONLY="{KEY}"'
+
+
+@pytest.fixture
+def frozen_copy(tmp_path, monkeypatch):
+    """The committed traces/ copied to a temporary tree that the catalog reads instead."""
+    shutil.copytree(ROOT / "traces", tmp_path / "traces")
+    monkeypatch.setattr(catalog, "TRACES", tmp_path / "traces")
+    monkeypatch.setattr(freeze, "gpu_available", lambda: False)  # a GPU builder would refresh instead
+    example = catalog.get(KEY)
+    return example, json.loads(example.meta_path.read_text())
+
+
+def sealed(fields: dict) -> bytes:
+    """As the refresh writes it, so that the field checks, not the seal, must catch the problem."""
+    return freeze.meta_file_bytes(freeze.seal(fields))
+
+
+def with_field(fields: dict, dotted: str | tuple, value, delete: bool = False) -> dict:
+    """A copy with one field (a.b.c, or a tuple where a name holds dots) set or deleted."""
+    fields = json.loads(json.dumps(fields))
+    *parents, last = dotted.split(".") if isinstance(dotted, str) else dotted
+    holder = fields
+    for name in parents:
+        holder = holder[name]
+    if delete:
+        del holder[last]
+    else:
+        holder[last] = value
+    return fields
+
+
+TABLE = "64_bf16_cold_eager.txt"
+WRONG_TYPES = [
+    ("example", None), ("command", 3), ("inputs", []), ("inputs.snippet", ["x"]),
+    ("inputs.snippet_sha256", "abc"), ("inputs.args", "--size 64"), ("inputs.args", [64]),
+    ("inputs.freeze_format", "1"), ("inputs.freeze_format", True), ("inputs_hash", None),
+    ("outputs", {}), ("outputs", ["x"]), (("outputs", TABLE), 5), (("outputs", "../../../etc/passwd"), "0" * 64),
+    ("environment", "NVIDIA H200"), ("environment.torch", None), ("environment.gpu", 1),
+    ("environment.packages", []), ("environment.packages", {"transformers": 5}),
+    ("date", "yesterday"), ("date", 20261129), ("wall_time_s", "10"), ("wall_time_s", -1),
+    ("wall_time_s", True), ("wall_time_s", float("nan")), ("meta_sha256", 1),
+]
+REQUIRED = ["example", "command", "inputs", "inputs.snippet", "inputs.snippet_sha256", "inputs.args",
+            "inputs.freeze_format", "inputs_hash", "outputs", "environment", "environment.torch", "date",
+            "wall_time_s"]  # and the seal: "unsealed" below
+
+
+def malformed_files(fields: dict) -> dict[str, bytes]:
+    text = json.dumps(fields, indent=2).encode()
+    cases = {
+        "empty": b"", "truncated": text[: len(text) // 2], "not UTF-8": b"\xff\xfe{}", "a list": b"[]",
+        "null": b"null", "a number": b"42", "a string": b'"x"', "inputs as a list": b'{"inputs": []}',
+        "nested too deeply": b"[" * 100_000 + b"]" * 100_000, "an integer past the digit limit": b"9" * 5000,
+        "larger than a metadata file": b" " * (2 << 20) + b"{}",
+        "unsealed (as written before the seal)": text,
+        "edited gpu": sealed(fields).replace(b"NVIDIA H200", b"NVIDIA A100"),
+        "edited command": freeze.meta_file_bytes({**freeze.seal(fields), "command": "uv run other.py"}),
+        "another example's": sealed({**fields, "example": "01_matmul_add/4096_bf16_warm_eager"}),
+        "an output that is not an artifact": sealed(with_field(fields, ("outputs", "other.txt"), "0" * 64)),
+        "an inputs_hash that is not its inputs'": sealed({**fields, "inputs_hash": "0" * 64}),
+    }
+    for dotted, value in WRONG_TYPES:
+        cases[f"{dotted} = {value!r}"] = (sealed(with_field(fields, dotted, value)) if dotted != "meta_sha256"
+                                          else freeze.meta_file_bytes({**freeze.seal(fields), dotted: value}))
+    for dotted in REQUIRED:
+        cases[f"no {dotted}"] = sealed(with_field(fields, dotted, None, delete=True))
+    return cases
+
+
+# What some of them must say (the others: that the file cannot be used, and where).
+SAYS = {"empty": "is not valid JSON", "not UTF-8": "is not UTF-8 text", "a list": "holds a list, not an object",
+        "null": "holds null, not an object", "inputs as a list": "has field 'inputs' as a list, not an object",
+        "unsealed (as written before the seal)": "is not sealed", "edited gpu": "was edited after the run",
+        "edited command": "was edited after the run", "no environment.torch": "has no field 'environment.torch'",
+        "environment.gpu = 1": "has field 'environment.gpu' as a number, not a string"}
+
+
+def test_every_malformed_metadata_is_one_line_naming_the_file_and_the_command(frozen_copy, capsys):
+    from scripts import cli, pages
+
+    example, fields = frozen_copy
+    fields = {k: v for k, v in fields.items() if k != "meta_sha256"}
+    cases = malformed_files(fields)
+    assert len(cases) > 50
+    for case, content in cases.items():
+        example.meta_path.write_bytes(content)
+        state = freeze.status(example)
+        assert state.state == "invalid" and state.reason.startswith(META_REL + " "), (case, state)
+        assert "\n" not in state.reason, case
+        assert SAYS.get(case, "") in state.reason, (case, state.reason)
+
+        assert cli.main(["check", "--only", KEY]) == 1, case
+        report = capsys.readouterr().err
+        assert [line for line in report.splitlines() if META_REL in line] == [
+            f"  {KEY} is invalid: {state.reason}"], (case, report)
+        assert COMMAND in report, case
+
+        with pytest.raises(freeze.MetaError) as raised:
+            pages.Run(example).meta  # what a page's code block reads
+        message = str(raised.value)
+        assert "\n" not in message and message.startswith(META_REL) and f"`make refresh ONLY={KEY}`" in message
+
+
+def test_missing_metadata_names_the_file(frozen_copy, capsys):
+    from scripts import cli
+
+    example, _ = frozen_copy
+    example.meta_path.unlink()
+    assert freeze.status(example).reason == f"{META_REL} is missing"
+    assert cli.main(["check", "--only", KEY]) == 1
+    assert COMMAND in capsys.readouterr().err
+    with pytest.raises(freeze.MetaError, match=f"^{re.escape(META_REL)} is missing; run `make refresh ONLY={KEY}`"):
+        freeze.read_meta(example)
+
+
+def test_a_sealed_edit_of_the_right_type_is_still_caught_by_field(frozen_copy):
+    """The seal covers every field: each one edited (right type, no reseal) is detected."""
+    example, fields = frozen_copy
+    edits = {"example": KEY, "command": "uv run snippets/x.py", "inputs.args": ["--size", "65"],
+             "inputs_hash": "1" * 64, "environment.gpu": "NVIDIA A100", "environment.driver": "1.0",
+             "environment.torch": "2.0", "date": "2020-01-01T00:00:00Z", "wall_time_s": 1.5,
+             ("outputs", TABLE): "2" * 64}
+    for dotted, value in edits.items():
+        edited = with_field(fields, dotted, value)
+        if edited == fields:
+            continue
+        example.meta_path.write_bytes(freeze.meta_file_bytes(edited))
+        state = freeze.status(example)
+        assert state.state == "invalid" and "was edited after the run" in state.reason, dotted
+
+
+def test_the_build_hooks_name_a_broken_metadata_file_and_never_raise_when_not_strict(frozen_copy, monkeypatch, caplog):
+    """`mkdocs serve` (not strict) warns and goes on, so the server never waits on a failed build;
+    the strict build stops with the one report."""
+    import types
+
+    from mkdocs.exceptions import PluginError
+
+    from scripts import mkdocs_hooks, mkdocs_reproducible
+
+    example, _ = frozen_copy
+    example.meta_path.write_text("{ not json")
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    config = types.SimpleNamespace(docs_dir=str(ROOT / "docs"), strict=False)
+    assert mkdocs_reproducible.on_config(config) is config  # the date leaves the file out
+    assert os.environ["SOURCE_DATE_EPOCH"]
+
+    problems = []
+    mkdocs_reproducible.content_date(ROOT / "docs", catalog.TRACES, problems)
+    assert [str(p) for p in problems] == [
+        f"{META_REL} is not valid JSON (Expecting property name enclosed in double quotes: line 1, column 3); "
+        f"run `make refresh ONLY={KEY}` on a GPU machine, or restore the file from git"]
+    with pytest.raises(freeze.MetaError):
+        mkdocs_reproducible.content_date(ROOT / "docs", catalog.TRACES)
+
+    with pytest.raises(PluginError) as raised:
+        mkdocs_hooks.on_pre_build(types.SimpleNamespace(strict=True))
+    assert f"{KEY} is invalid: {META_REL} is not valid JSON" in str(raised.value) and COMMAND in str(raised.value)
+
+    caplog.set_level("WARNING")
+    mkdocs_hooks.on_pre_build(types.SimpleNamespace(strict=False))
+    warned = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"{KEY} is invalid: {META_REL}" in warned and COMMAND in warned
+    assert "cannot be generated" in warned  # the notebooks that show it say why, too
+
+
+def test_a_metadata_file_no_example_owns_is_named_by_the_date_hook(frozen_copy, monkeypatch, caplog):
+    import types
+
+    from scripts import mkdocs_reproducible
+
+    orphan = catalog.TRACES / "01_matmul_add" / "gone.meta.json"
+    orphan.write_text("[]")
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    caplog.set_level("WARNING")
+    mkdocs_reproducible.on_config(types.SimpleNamespace(docs_dir=str(ROOT / "docs"), strict=True))
+    assert [r.getMessage() for r in caplog.records] == [
+        "traces/01_matmul_add/gone.meta.json holds a list, not an object; run `make refresh "
+        "ONLY=01_matmul_add/gone` on a GPU machine, or restore the file from git"]
+
+
+def test_a_broken_metadata_file_fails_the_strict_build_with_one_message(tmp_path):
+    project = clean_copy(tmp_path)
+    (project / META_REL).write_text("null")
+    done = mkdocs_build(project)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"{KEY} is invalid: {META_REL} holds null, not an object" in output
+    assert COMMAND in output and "Traceback" not in output
+
+
+def test_a_page_block_that_reads_a_broken_metadata_file_is_one_warning(caplog):
+    """markdown-exec logs a failing block with its traceback; under `mkdocs serve` one whose cause is
+    unusable metadata is the MetaError's one line."""
+    from scripts import mkdocs_hooks
+
+    block_logger = logging.getLogger("mkdocs.plugins.markdown_exec.some_module")
+    mkdocs_hooks.shorten_metadata_failures()
+    mkdocs_hooks.shorten_metadata_failures()  # once per build under serve: still one filter
+    assert len(block_logger.filters) == 1
+    cause = f"{META_REL} is not valid JSON (x); run `make refresh ONLY={KEY}` on a GPU machine"
+    caplog.set_level("WARNING")
+    block_logger.warning("markdown_exec: Execution of python code block exited with errors\n\nCode block is:\n\n"
+                         "  run.meta\n\nOutput is:\n\n  Traceback (most recent call last):\n    File ...\n"
+                         f"  scripts.meta.MetaError: {cause}\n")
+    block_logger.warning("markdown_exec: Execution of python code block exited with errors\n  KeyError: 'x'")
+    first, other = [r.getMessage() for r in caplog.records]
+    assert first.endswith(f"could not run: {cause}") and "\n" not in first and "Traceback" not in first
+    assert "KeyError: 'x'" in other  # any other failure keeps markdown-exec's message

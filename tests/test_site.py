@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -9,7 +10,7 @@ from urllib.parse import unquote, urljoin
 
 import pytest
 
-from scripts import catalog
+from scripts import catalog, claims
 from tests.conftest import ROOT, clean_copy, mkdocs_build
 
 PART1_PAGE = "blog/matmul-add/index.html"
@@ -120,8 +121,8 @@ def test_caption_names_the_run(part1):
     meta = catalog.get("01_matmul_add/64_bf16_cold_eager")
     from scripts.freeze import read_meta
 
-    env = read_meta(meta)["environment"]
-    assert env["gpu"] in html and env["torch"] in html
+    env = read_meta(meta).environment
+    assert env.gpu in html and env.torch in html
 
 
 def test_landing_and_rebuild_pages(built_site):
@@ -166,3 +167,34 @@ def test_guide_prints_the_thresholds_the_code_uses(built_site):
     for name in ("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "KERNEL_WAIT_US"):
         assert re.search(rf"<code>{name}</code></td>\s*<td[^>]*>{getattr(analysis, name):g}", guide), name
     assert "verdict:" in guide  # the worked example's summary
+
+
+def test_every_claim_of_the_site_holds_on_the_committed_runs(built_site):
+    listed, problems = claims.read_listing(built_site / "claims.json")
+    assert problems == []
+    assert [c.message() for c in listed if not c.holds] == []
+    part1 = [c for c in listed if c.page == "docs/blog/posts/part-1-matmul-add.md"]
+    assert len(part1) >= 20 and all(c.runs for c in part1)
+    # the findings that can go either way say which way they went
+    assert {c.outcome for c in part1} & {"lower", "higher", "indistinguishable"}
+
+
+def test_every_frozen_run_is_shown_and_every_run_a_page_reads_has_its_buttons(built_site):
+    runs = json.loads((built_site / "claims.json").read_text())["runs"]
+    used = set().union(*(set(r["used"]) for r in runs.values()))
+    assert [e.key for e in catalog.EXAMPLES if e.key not in used] == []
+    for page, found in runs.items():
+        traced = {key for key in found["used"] if catalog.get(key).trace_path.exists()}
+        assert traced <= set(found["linked"]), page
+    # and on the Part 1 page itself, a Perfetto button per Part 1 run
+    titles = {b["data-title"] for b in parse((built_site / PART1_PAGE).read_text()).find("button", **{"class": "perfetto-open"})}
+    assert {e.key for e in catalog.PART1} <= titles
+
+
+def test_a_catalog_example_no_page_shows_is_reported():
+    from scripts.mkdocs_hooks import unshown_examples
+
+    everything = {e.key for e in catalog.EXAMPLES}
+    assert unshown_examples(everything) == []
+    (message,) = unshown_examples(everything - {"01_matmul_add/64_bf16_warm_compile"})
+    assert "01_matmul_add/64_bf16_warm_compile" in message and "scripts/catalog.py" in message
