@@ -201,3 +201,76 @@ def test_cheatsheet_prints_on_one_a4_sheet(visit):
     # and that one page is A4 (595 x 842 pt), the cheatsheet's own
     boxes = re.findall(rb"/MediaBox \[0 0 ([\d.]+) ([\d.]+)\]", pdf)
     assert boxes and all(abs(float(w) - 595.3) < 2 and abs(float(h) - 841.9) < 2 for w, h in boxes)
+
+
+# --- profiler tables at a laptop's and a phone's width ---------------------------------------------
+
+# Each profiler table of the page: its first-needed header cells and its foot's totals, where they
+# are on the screen once scrolled to (never sideways), and the page's own width.
+PROFILER_TABLES = """async () => {
+  const vw = document.documentElement.clientWidth, out = [];
+  for (const box of document.querySelectorAll('.prof-table')) {
+    if (!box.querySelector('.prof-switch')) continue;  // a profiler table (scripts/table.py)
+    box.style.contentVisibility = 'visible';
+    box.scrollIntoView({block: 'center'});
+    const scroller = box.querySelector('.prof-scroll'), frame = scroller.getBoundingClientRect();
+    const inView = (el) => { const r = el.getBoundingClientRect();
+      return r.width > 0 && r.left >= Math.max(frame.left, 0) - 1 && r.right <= Math.min(frame.right, vw) + 1; };
+    const heads = Array.from(box.querySelectorAll('thead th'));
+    out.push({
+      caption: box.querySelector('caption').textContent.slice(0, 60),
+      shown: heads.filter(inView).map((th) => th.textContent.replace('▼', '').trim()),
+      all: heads.map((th) => th.textContent.replace('▼', '').trim()),
+      sorted: (box.querySelector('thead th[aria-sort]') || {textContent: ''}).textContent.replace('▼', '').trim(),
+      totals: Array.from(box.querySelectorAll('tfoot tr'), (tr) => ({
+        label: tr.querySelector('th').textContent,
+        value: Array.from(tr.querySelectorAll('td')).filter((td) => td.textContent.trim()).map((td) => ({text: td.textContent, seen: inView(td)}))})),
+      scrollLeft: scroller.scrollLeft,
+    });
+  }
+  return {tables: out, scrollWidth: document.documentElement.scrollWidth, vw};
+}"""
+
+FIRST_NEEDED = ("Name", "Self CPU", "Self CUDA", "CUDA total", "# of Calls")
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1280px", "390px"])
+def test_profiler_tables_show_their_first_needed_columns_and_totals_without_scrolling(visit, built_site, size):
+    phone = size is PHONE
+    v = visit(viewport=size, is_mobile=phone, has_touch=phone)
+    checked = 0
+    for path, page in v.open_all(posts(built_site)).items():
+        result = page.evaluate(PROFILER_TABLES)
+        assert result["scrollWidth"] <= result["vw"], f"{path}: the page scrolls sideways"
+        for table in result["tables"]:
+            where = f"{path} {size['width']}px, {table['caption']!r}"
+            wanted = [c for c in FIRST_NEEDED if c in table["all"]] + [table["sorted"]]
+            assert set(wanted) <= set(table["shown"]), f"{where}: {table['shown']}"
+            assert table["scrollLeft"] == 0
+            totals = {t["label"]: t["value"] for t in table["totals"]}
+            assert {"Self CPU time total", "Self CUDA time total"} <= set(totals), where
+            for label, values in totals.items():
+                assert len(values) == 1 and values[0]["seen"], f"{where}: {label} is out of view"
+            checked += 1
+    assert checked >= 20
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_the_switch_shows_every_column_and_the_profilers_names(visit):
+    v = visit(viewport=LAPTOP)
+    page = v.open("blog/attention/")
+    box = page.locator(".prof-table:has(.prof-switch)").first
+    box.scroll_into_view_if_needed()
+    columns = box.locator("thead th")
+    visible = lambda: sum(columns.nth(i).is_visible() for i in range(columns.count()))
+    assert visible() == len(FIRST_NEEDED) < columns.count()
+    assert box.locator("code.prof-short").first.is_visible() and not box.locator("code.prof-full").first.is_visible()
+    box.locator("label.prof-switch").click()
+    assert visible() == columns.count()
+    assert box.locator("code.prof-full").first.is_visible() and not box.locator("code.prof-short").first.is_visible()
+    # the short name's row names the profiler's own on hover
+    short = box.locator("tbody th[title]").first
+    assert short.get_attribute("title") == short.locator("code.prof-full").text_content()
+    box.locator("label.prof-switch").click()
+    assert visible() == len(FIRST_NEEDED)
+    assert not v.problems, "\n".join(v.problems)
