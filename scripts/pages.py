@@ -262,6 +262,8 @@ FACTS_GUIDE = "guide/analyze-your-trace/"
 
 def render_facts_box(facts: dict, guide_href: str) -> Markup:
     """A compact box of the analyzer's headline facts about a whole trace."""
+    from scripts.analysis import short_name
+
     w = facts["window"]
     rows = [("Verdict", concat(h("strong", None, w["verdict"]["label"]), ": ", w["verdict"]["reason"]))]
     if facts["has_gpu_activity"]:
@@ -280,7 +282,10 @@ def render_facts_box(facts: dict, guide_href: str) -> Markup:
         kinds = join(", ", (f"{n} {kind}" for kind, n in w["activities_by_kind"].items()))
         rows.append(("GPU activities", kinds))
         top = w["top_kernels"][0]
-        rows.append(("Top kernel", concat(h("code", None, top["name"]), f", {top['share_pct']:.0f}% of GPU time")))
+        # A demangled name can run to a thousand characters: shortened, the full one on hover.
+        name = short_name(top["name"])
+        rows.append(("Top kernel", concat(h("code", {"title": top["name"] if name != top["name"] else None}, name),
+                                          f", {top['share_pct']:.0f}% of GPU time")))
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
     rows.append(("CPU busy", f"{w['cpu_busy_pct']:.1f}% of the trace ({format_us(w['cpu_busy_us'])})"))

@@ -236,3 +236,19 @@ def test_home_page_names_one_date_when_all_runs_share_it(built_site):
         assert f"Runs made on {days[0]}." in home and "Runs made between" not in home
     else:
         assert f"Runs made between {days[0]} and {days[-1]}." in home
+
+
+def test_facts_boxes_shorten_the_top_kernels_name_and_keep_it_whole_on_hover(built_site):
+    from scripts.analysis import short_name
+
+    shortened = 0
+    for page in site_pages(built_site):
+        html = (built_site / page / "index.html").read_text(encoding="utf-8")
+        for box in re.findall(r'<div class="admonition abstract facts".*?</dl></div>', html, re.S):
+            top = re.search(r"<dt>Top kernel</dt><dd><code( title=\"([^\"]*)\")?>([^<]*)</code>", box)
+            if not top:
+                continue
+            full = unescape(top.group(2)) if top.group(1) else unescape(top.group(3))
+            assert unescape(top.group(3)) == short_name(full), page
+            shortened += bool(top.group(1))
+    assert shortened >= 3  # Part 3's fused kernels, at least
