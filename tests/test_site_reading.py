@@ -252,3 +252,45 @@ def test_facts_boxes_shorten_the_top_kernels_name_and_keep_it_whole_on_hover(bui
             assert unescape(top.group(3)) == short_name(full), page
             shortened += bool(top.group(1))
     assert shortened >= 3  # Part 3's fused kernels, at least
+
+
+# --- exercises -----------------------------------------------------------------------------------
+
+
+def test_each_exercise_answer_is_a_claim_checked_at_build_time(built_site):
+    """Part 1's exercises: three or more, each answer collapsed, each answer a claim the build
+    checked against the runs (site/claims.json) and found holding."""
+    import json
+
+    html = (built_site / "blog" / "matmul-add" / "index.html").read_text(encoding="utf-8")
+    section = html[html.index('id="exercises-find-it-in-the-trace"'):]
+    answers = re.findall(r'<details class="question">\s*<summary>Answer</summary>(.*?)</details>', section, re.S)
+    assert len(answers) >= 3
+    claims = [c for c in json.loads((built_site / "claims.json").read_text())["claims"]
+              if c["page"].endswith("part-1-matmul-add.md")]
+    for answer in answers:
+        text = " ".join(unescape(re.sub(r"<[^>]+>", "", re.sub(r'<a class="glossary-term"[^>]*>|</a>', "", answer))).split())
+        matching = [c for c in claims if text.startswith(c["statement"].removesuffix("...").rstrip())]
+        assert len(matching) == 1, f"an answer that is not one checked claim: {text[:80]!r}"
+        assert matching[0]["status"] == "holds" and matching[0]["runs"], matching[0]
+
+
+def test_exercise_answers_read_the_launch_waits_from_the_raw_trace():
+    """The longest launch wait, computed here from the trace's JSON (a kernel's start minus the end
+    of the runtime or driver call with its correlation id), is the one the answers name."""
+    import gzip
+    import json
+
+    from scripts.pages import example
+    from scripts.posts import part1
+
+    for key in ("01_matmul_add/64_bf16_cold_eager", "01_matmul_add/4096_bf16_cold_eager"):
+        run = example(key)
+        events = json.loads(gzip.decompress(run.example.trace_path.read_bytes()))["traceEvents"]
+        calls = {e["args"]["correlation"]: e for e in events
+                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+        waits = [(float(k["ts"]) - float(calls[k["args"]["correlation"]]["ts"]) - float(calls[k["args"]["correlation"]]["dur"]), k["name"])
+                 for k in events if k.get("cat") == "kernel" and k.get("args", {}).get("correlation") in calls]
+        delay, name = max(waits)
+        found = part1.longest_launch_wait(run)
+        assert found.kernel == name and found.delay_us == pytest.approx(delay, abs=1e-3), key
