@@ -20,6 +20,7 @@
 
   let ui = null; // the one <dialog>, made on first use
   let view = null; // the picture being shown and where it is zoomed to
+  let leaving = false; // our own history.back() is on its way: its popstate is not the reader's
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -69,7 +70,10 @@
     dialog.addEventListener("close", onClosed);
     window.addEventListener("resize", () => view && dialog.open && resize());
     // The phone's back button closes the viewer instead of leaving the page.
-    window.addEventListener("popstate", () => dialog.open && dialog.close());
+    window.addEventListener("popstate", () => {
+      if (leaving) leaving = false;
+      else if (dialog.open) dialog.close();
+    });
     return { dialog, title, status, stage, host, hint };
   }
 
@@ -134,7 +138,7 @@
     view = null;
     ui.dialog.showModal();
     document.documentElement.classList.add("svg-viewer-open");
-    if (!(history.state && history.state.svgViewer)) history.pushState({ svgViewer: true }, "");
+    if (!leaving && !(history.state && history.state.svgViewer)) history.pushState({ svgViewer: true }, "");
     ui.stage.focus();
     const url = link.href;
     fetch(url)
@@ -170,7 +174,10 @@
     ui.host.shadowRoot.replaceChildren();
     view = null;
     document.documentElement.classList.remove("svg-viewer-open");
-    if (history.state && history.state.svgViewer) history.back();
+    if (history.state && history.state.svgViewer) {
+      leaving = true;
+      history.back();
+    }
   }
 
   // --- the view: `scale` CSS px per unit of the picture; (x, y) its point at the stage's top left
