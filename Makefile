@@ -30,9 +30,10 @@ test: $(TEST_STAMP)
 
 # On a GPU machine: rerun every snippet (or ONLY=01_matmul_add[/tag]) and rewrite traces/, then
 # regenerate the companion notebooks from the new runs. Needs only Python and torch:
-# `make refresh PYTHON=python3` works on a bare GPU image.
+# `make refresh PYTHON=python3` works on a bare GPU image. TIMEOUT=S kills a run after S seconds
+# (default 300); ISOLATED=1 runs each in a fresh interpreter instead of the fork server.
 refresh:
-	$(PYTHON) -m scripts refresh $(if $(ONLY),--only $(ONLY))
+	$(PYTHON) -m scripts refresh $(if $(ONLY),--only $(ONLY)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(ISOLATED),--isolated)
 
 check:
 	$(PYTHON) -m scripts check

@@ -25,13 +25,14 @@ before each of its activities, by cause (the GPU waited for the host, or the wor
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from itertools import accumulate, compress, repeat
-from operator import add, and_, attrgetter, eq, gt, is_not, lt, sub
+from operator import add, and_, attrgetter, eq, ge, gt, is_not, lt, sub
 
 from scripts.intervals import Merged, covered, intersection, union_of_times
 from scripts.trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
@@ -47,6 +48,10 @@ OVERHEAD_BOUND_MIN_HOST_WAIT_PCT = 50.0  # the GPU idled waiting for the host at
 COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT = 80.0  # busy, or idle with the next work already queued
 
 TOP_KERNELS = 10
+# Idle time before a GPU activity shorter than this is the GPU moving from one queued kernel to the
+# next (inside a CUDA graph ~0.5 us on the H200); a longer one is a gap, time it waited for work.
+GAP_MIN_US = 5.0
+WIDEST_GAPS = 3
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
 _COMMUNICATION = re.compile(r"^nccl.*Kernel")
@@ -73,6 +78,20 @@ NO_GPU = "no GPU activity"
 
 
 @dataclass
+class Gap:
+    """The GPU's idle time right before one launched activity (see LaunchedWork), by cause."""
+
+    device: int | str
+    start_us: float  # where the GPU's earlier work ended (or the activity's launch call began)
+    end_us: float  # the activity's start
+    dur_us: float
+    host_wait_us: float
+    queued_us: float
+    other_us: float
+    next_activity: str  # the name of the activity that ended the gap
+
+
+@dataclass
 class LaunchedWork:
     """The GPU activities launched in a window (by their launch call's start), wherever they ran.
 
@@ -96,6 +115,8 @@ class LaunchedWork:
     host_wait_pct: float
     queued_pct: float
     other_pct: float
+    gaps: int = 0  # the idle times of GAP_MIN_US or more before its activities
+    widest_gaps: list[Gap] = field(default_factory=list)  # the WIDEST_GAPS longest, longest first
 
 
 @dataclass
@@ -215,12 +236,13 @@ def _rounded(value, key: str = ""):
 # --- the engine ----------------------------------------------------------------------------------
 
 
-def facts(trace: Trace, step: int | None = None, window: Window | tuple[float, float] | None = None
-          ) -> TraceFacts:
+def facts(trace: Trace, step: int | None = None, window: Window | tuple[float, float] | None = None,
+          top: int | None = TOP_KERNELS) -> TraceFacts:
     """All facts of a trace; `step` or `window` (a Window or (start, end) in us) picks the window
-    that `TraceFacts.window` describes (default: the whole trace). Steps are always listed."""
+    that `TraceFacts.window` describes (default: the whole trace). Steps are always listed. The
+    window lists its `top` GPU activities by total time (None: all of them)."""
     with paused_gc():
-        return _facts(trace, step, window)
+        return _facts(trace, step, window, top)
 
 
 def _check_loaded(trace: Trace) -> None:
@@ -230,7 +252,7 @@ def _check_loaded(trace: Trace) -> None:
         raise ValueError(f"the facts need the {', '.join(missing)} events that loading skipped")
 
 
-def _facts(trace: Trace, step, window) -> TraceFacts:
+def _facts(trace: Trace, step, window, top) -> TraceFacts:
     _check_loaded(trace)
     index = _TraceIndex(trace)
     focus = _focus_window(trace, step, window)
@@ -243,7 +265,7 @@ def _facts(trace: Trace, step, window) -> TraceFacts:
         events=trace.event_count,
         duration_us=index.trace_end,
         has_gpu_activity=trace.has_gpu_activity,
-        window=window_facts(index, focus),
+        window=window_facts(index, focus, top=top),
         temporal_breakdown=_hta_scope_breakdown(index),
         steps=[window_facts(index, s, top=0) for s in steps],
         notes=notes,
@@ -400,6 +422,7 @@ class _TraceIndex:
                     continue
                 host = min(max(launch.ts + launch.dur - free_at, 0.0), gap)
                 self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
+        self.idle = list(map(add, map(add, self.idle_host_wait, self.idle_queued), self.idle_other))
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
@@ -473,8 +496,9 @@ def _host_waits(trace: Trace) -> Merged:
     return union_of_times(starts, list(map(add, starts, map(attrgetter("dur"), calls))))
 
 
-def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> WindowFacts:
-    """The facts of one window; `top` kernels are listed (0 for none)."""
+def window_facts(index: _TraceIndex, window: Window, top: int | None = TOP_KERNELS) -> WindowFacts:
+    """The facts of one window; `top` kernels are listed (0 for none, None for all), and unless
+    `top` is 0 the WIDEST_GAPS widest gaps."""
     lo, hi = index.placed_range(window)
     starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds[lo:hi]
     merged = _union_of(starts, ends)
@@ -483,7 +507,7 @@ def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> 
     cpu_work = covered(index.host_work, window.start, window.end)
     cpu_wait = covered(index.host_wait, window.start, window.end)
     busy_pct = _pct(busy, window.dur * n_gpus)
-    launched = _launched_work(index, lo, hi, merged)
+    launched = _launched_work(index, lo, hi, merged, WIDEST_GAPS if top != 0 else 0)
     launches = _launch_stats(index, window)
     return WindowFacts(
         label=window.label,
@@ -501,7 +525,7 @@ def window_facts(index: _TraceIndex, window: Window, top: int = TOP_KERNELS) -> 
         launches=launches,
         activities_by_kind=dict(Counter(index.event_kinds[lo:hi])),
         kernels_by_kind=dict(Counter(kinds)),
-        top_kernels=top_kernels(index, lo, hi, top) if top else [],
+        top_kernels=top_kernels(index, lo, hi, top) if top != 0 else [],
         verdict=verdict(index.trace.has_gpu_activity, launched, launches, busy_pct),
     )
 
@@ -530,10 +554,10 @@ def _union_of(starts: list[float], ends: list[float]) -> _Union | None:
     return _Union(union_of_times(starts, ends), min(starts), max(ends))
 
 
-def _launched_work(index: _TraceIndex, lo: int, hi: int, merged: _Union | None
+def _launched_work(index: _TraceIndex, lo: int, hi: int, merged: _Union | None, widest: int
                    ) -> LaunchedWork | None:
-    """The launched-work view of the activities [lo, hi) of the index; `merged` is their union
-    over all GPUs (their busy time is per GPU, summed)."""
+    """The launched-work view of the activities [lo, hi) of the index, with its `widest` widest
+    gaps; `merged` is their union over all GPUs (their busy time is per GPU, summed)."""
     if merged is None:
         return None
     if len(index.devices) > 1:
@@ -560,7 +584,21 @@ def _launched_work(index: _TraceIndex, lo: int, hi: int, merged: _Union | None
         host_wait_pct=_pct(host_wait, active),
         queued_pct=_pct(queued, active),
         other_pct=_pct(other, active),
+        gaps=sum(map(ge, index.idle[lo:hi], repeat(GAP_MIN_US))),
+        widest_gaps=_widest_gaps(index, lo, hi, widest),
     )
+
+
+def _widest_gaps(index: _TraceIndex, lo: int, hi: int, count: int) -> list[Gap]:
+    """The `count` longest idle times before the activities [lo, hi), longest first (the earlier
+    one of equal lengths first)."""
+    idle = index.idle
+    widest = heapq.nsmallest(count, range(lo, hi), key=lambda i: (-idle[i], index.starts[i]))
+    return [Gap(device=index.device_of[i], start_us=index.starts[i] - idle[i],
+                end_us=index.starts[i], dur_us=idle[i], host_wait_us=index.idle_host_wait[i],
+                queued_us=index.idle_queued[i], other_us=index.idle_other[i],
+                next_activity=index.names[i])
+            for i in widest if idle[i] > 0]
 
 
 def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], kinds: list[str],

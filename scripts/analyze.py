@@ -1,8 +1,9 @@
 """Say what a torch.profiler trace shows: GPU busy time, its gaps and why, launch delays, the top
 kernels, and whether the program is overhead-bound or compute-bound.
 
-    python scripts/analyze.py TRACE [TRACE ...] [--json] [--svg OUT] [--step N | --window START:END]
-                              [--blocks]
+    python scripts/analyze.py TRACE [TRACE ...] [--json] [--svg OUT]
+                              [--step N|steady | --window START:END] [--blocks]
+    python scripts/analyze.py BEFORE AFTER --diff [--json] [--svg DIR] [--step N|steady | --window ...]
 
 Reads .json and .json.gz chrome traces from torch.profiler / Kineto of any version, CUDA or ROCm,
 one file per rank (`-`: standard input). The definitions are in docs/guide/analyze-your-trace.md.
@@ -20,7 +21,8 @@ from pathlib import Path
 if not __package__:  # run as a file path: make the `scripts` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.analysis import TIMES_ONLY_KINDS, TraceFacts, facts, summary_text  # noqa: E402
+from scripts.analysis import (TIMES_ONLY_KINDS, TraceFacts, facts, steady_step,  # noqa: E402
+                               summary_text)
 from scripts.blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
 from scripts.console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
                              run_main, unescaped)
@@ -29,6 +31,8 @@ from scripts.trace import Trace, TraceError, load_trace, paused_gc, select_windo
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
 STDIN = "-"  # load_trace reads standard input for this string (a Path would be a file named -)
 STDIN_NAME = "<stdin>"
+STEADY = "steady"  # --step steady: each trace's steady-state step (scripts.analysis.steady_step)
+DIFF_SVG_NAMES = ("before.svg", "after.svg")
 TracePath = Path | str  # a Path, or STDIN
 
 
@@ -51,16 +55,27 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="also write the annotated timeline of the window (default: the "
                              "first ProfilerStep): to OUT for one trace; with several traces OUT "
                              "is a directory that gets one <trace name>.svg each")
+    parser.add_argument("--diff", action="store_true",
+                        help="compare two traces, BEFORE AFTER: GPU busy, idle by cause, gaps, "
+                             "launches, kernels and wall time per step, the GPU activities added, "
+                             "removed and changed, and both verdicts; with --svg, OUT is a "
+                             "directory that gets before.svg and after.svg on one time scale (by "
+                             "default of each trace's steady step)")
     parser.add_argument("--blocks", action="store_true",
                         help="also give the facts of each labelled block: the sweep's "
                              "`{mode} n={size}` blocks, or the LLM snippet's `decode b=N` steps "
                              "(per batch size)")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--step", type=int, metavar="N",
-                       help="describe ProfilerStep#N (default: the whole trace)")
+    where.add_argument("--step", type=_step_arg, metavar="N",
+                       help="describe ProfilerStep#N (default: the whole trace); 'steady': each "
+                            "trace's typical step, of median duration among those after the first")
     where.add_argument("--window", type=_window_arg, metavar="START:END",
                        help="describe the time range START:END, in us")
     args = parser.parse_args(argv)
+    if args.diff and len(args.traces) != 2:
+        parser.error(f"--diff compares exactly two traces, BEFORE AFTER (got {len(args.traces)})")
+    if args.diff and args.blocks:
+        parser.error("--diff and --blocks cannot be combined")
     if args.traces.count(STDIN) > 1:
         parser.error("- (standard input) can be read only once")
     if STDIN in args.traces and sys.stdin is not None and sys.stdin.isatty():
@@ -71,6 +86,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def _trace_arg(text: str) -> TracePath:
     return STDIN if text == STDIN else Path(text)
+
+
+def _step_arg(text: str) -> int | str:
+    if text == STEADY:
+        return STEADY
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a step number or '{STEADY}', got {text!r}") from None
 
 
 def _window_arg(text: str) -> tuple[float, float]:
@@ -93,6 +117,8 @@ def display_name(path: TracePath) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.diff:
+        return _diff(args)
     svg_paths = _svg_paths(args.svg, args.traces) if args.svg else {}
     problem = _unwritable(args.svg, several=len(args.traces) > 1) if args.svg else None
     if problem:  # said before the traces are read, which can take long
@@ -110,27 +136,13 @@ def main(argv=None) -> int:
 def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Path | None) -> int:
     """Print the facts of one trace (and write its timeline); 0, or the exit status of a file
     that cannot be analyzed or a timeline that cannot be written."""
-    name = display_name(path)
     try:
-        # Events that the facts read only as times need not be built, unless a timeline
-        # draws them.
-        trace = load_trace(path, progress=_progress_printer(path),
-                           skip_kinds=frozenset() if args.svg or args.blocks else TIMES_ONLY_KINDS)
-        trace.source = name  # what the facts and their errors call it
-        if args.window:
-            _check_overlap(args.window, trace)
-        trace_facts = facts(trace, step=args.step, window=args.window)
-        svg = _timeline(trace, trace_facts, args) if args.svg else None
+        trace, step = _load(path, args, full=bool(args.svg or args.blocks))
+        trace_facts = facts(trace, step=step, window=args.window)
+        svg = render_window(trace, trace_facts, step, args.window) if args.svg else None
         found = blocks_of(trace) if args.blocks else None
-    except TraceError as err:
-        message = str(err)
-        if path == STDIN and message.startswith(f"{STDIN}:"):
-            message = STDIN_NAME + message[len(STDIN):]
-        return _fail(message)
     except Exception as err:  # a file that breaks the analysis is still a bad input
-        if os.environ.get(DEBUG_ENV):
-            raise
-        return _fail(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})")
+        return _bad_input(path, err)
     if svg is not None:
         problem = _write(svg_path, svg)
         if problem:
@@ -142,6 +154,90 @@ def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Pa
         print(("\n" if number else "") + summary_text(trace_facts))
         if found is not None:
             print(blocks_text(found))
+    return 0
+
+
+def _load(path: TracePath, args: argparse.Namespace, full: bool) -> tuple[Trace, int | None]:
+    """The trace, and the number of the step to describe (None: not a step). `full`: build every
+    event, for a timeline or the blocks (the facts read some kinds only as times)."""
+    trace = load_trace(path, progress=_progress_printer(path),
+                       skip_kinds=frozenset() if full else TIMES_ONLY_KINDS)
+    trace.source = display_name(path)  # what the facts and their errors call it
+    if args.window:
+        _check_overlap(args.window, trace)
+    step = args.step
+    if step == STEADY:
+        step = steady_step(trace)
+        if step is None:
+            raise TraceError(f"{trace.source}: --step {STEADY} needs numbered ProfilerSteps, "
+                             "and the trace has none")
+    return trace, step
+
+
+def _bad_input(path: TracePath, err: Exception) -> int:
+    """The one line for a trace that cannot be read or analyzed (SCRIPTS_DEBUG=1: the
+    traceback of an unexpected error)."""
+    if not isinstance(err, TraceError):
+        if os.environ.get(DEBUG_ENV):
+            raise err
+        return _fail(f"{display_name(path)}: cannot analyze this trace ({type(err).__name__}: {err})")
+    message = str(err)
+    if path == STDIN and message.startswith(f"{STDIN}:"):
+        message = STDIN_NAME + message[len(STDIN):]
+    return _fail(message)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    """Compare BEFORE and AFTER: the deltas as text or one JSON object, and with --svg both
+    timelines on one time scale in the directory OUT."""
+    from scripts.diff import diff, diff_text
+
+    problem = _unwritable(args.svg, several=True) if args.svg else None
+    if problem:
+        return _fail(problem)
+    sides = []
+    with paused_gc():
+        for path in args.traces:
+            try:
+                trace, step = _load(path, args, full=bool(args.svg))
+                # Every GPU activity by name, so that added and removed are exact.
+                sides.append((trace, step, facts(trace, step=step, window=args.window, top=None)))
+            except Exception as err:
+                return _bad_input(path, err)
+        result = diff(sides[0][2], sides[1][2])
+        if args.svg:
+            status = _diff_timelines(args, sides)
+            if status:
+                return status
+    print(strict_json(result.to_dict()) if args.json else diff_text(result))
+    return 0
+
+
+def _diff_timelines(args: argparse.Namespace, sides: list) -> int:
+    """before.svg and after.svg in OUT, on one time scale: of the window described, or else of
+    each trace's steady step (the whole trace without numbered steps)."""
+    from scripts.timeline import render_timeline, shared_span_us
+
+    given = args.step is not None or args.window is not None
+    windows = []
+    for (trace, step, _), path in zip(sides, args.traces):
+        try:
+            windows.append(select_window(trace, step=step if given else steady_step(trace),
+                                         window=args.window))
+        except Exception as err:
+            return _bad_input(path, err)
+    span = shared_span_us(*windows)
+    for (trace, _, trace_facts), path, window, name, role in zip(
+            sides, args.traces, windows, DIFF_SVG_NAMES, ("Before", "After")):
+        try:
+            svg = render_timeline(trace, window=window, span_us=span,
+                                  facts=trace_facts if given else facts(trace, window=window),
+                                  title=f"{role}: {Path(trace.source).name}")
+        except Exception as err:
+            return _bad_input(path, err)
+        problem = _write(args.svg / name, svg)
+        if problem:
+            return _fail(problem)
     return 0
 
 
@@ -189,12 +285,16 @@ def _svg_paths(out: Path, traces: list[TracePath]) -> dict[TracePath, Path]:
     return paths
 
 
-def _timeline(trace: Trace, trace_facts: TraceFacts, args) -> str:
+def render_window(trace: Trace, trace_facts: TraceFacts, step: int | None, window) -> str:
+    """The annotated timeline of ProfilerStep#`step`, or of `window` ((start, end)), or by
+    default of the first step. `trace_facts` describe the step or window when one is given; for
+    the default one the picture's headline gets facts of its own."""
     from scripts.timeline import render_timeline  # only --svg needs the renderer
 
-    window = select_window(trace, step=args.step, window=args.window)
-    window_facts = trace_facts if args.step is not None or args.window else facts(trace, window=window)
-    return render_timeline(trace, window=window, facts=window_facts)
+    chosen = select_window(trace, step=step, window=window)
+    given = step is not None or window is not None
+    return render_timeline(trace, window=chosen,
+                           facts=trace_facts if given else facts(trace, window=chosen))
 
 
 def _unwritable(out: Path, several: bool) -> str | None:

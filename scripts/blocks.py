@@ -12,16 +12,14 @@ import re
 from bisect import bisect_left
 from dataclasses import asdict, dataclass
 
-from scripts.analysis import WindowFacts, facts_of_windows
+# GAP_MIN_US: idle stretches shorter than this are not gaps (one definition, in analysis)
+from scripts.analysis import GAP_MIN_US, WindowFacts, facts_of_windows
 from scripts.intervals import gaps
 from scripts.trace import Trace, TraceError, Window
 
 SWEEP_BLOCK = re.compile(r"^(eager|compile|graph) n=(\d+)$")
 PEAK_BLOCK = re.compile(r"^peak n=(\d+)$")
 LLM_STEP = re.compile(r"^(prefill|decode) b=(\d+)$")
-# Idle stretches shorter than this are the GPU moving from one queued kernel to the next (inside a
-# CUDA graph they are ~0.5 us on the H200); longer ones are time it waited for work.
-GAP_MIN_US = 5.0
 
 
 def matmul_add_flops(n: int) -> int:

@@ -19,6 +19,9 @@ class Example:
     snippet: str  # file stem under snippets/
     tag: str  # output stem the snippet writes: {tag}.json and {tag}.txt
     args: tuple[str, ...] = ()
+    # Fresh processes the refresh runs: the first gives the artifacts shown, every later one a
+    # per-step digest in samples_path (scripts/samples.py), for claims about noisy timings.
+    repeats: int = 1
 
     @property
     def key(self) -> str:
@@ -45,6 +48,11 @@ class Example:
         return self.folder / f"{self.tag}.meta.json"
 
     @property
+    def samples_path(self) -> Path:
+        """The digests of the runs after the first, when repeats > 1."""
+        return self.folder / f"{self.tag}.samples.json"
+
+    @property
     def unavailable_path(self) -> Path:
         """Written instead of trace and table when the snippet reports it cannot run here
         (e.g. an attention backend this GPU or dtype lacks): one line, the reason."""
@@ -56,8 +64,16 @@ class Example:
         return " ".join(["uv run", f"snippets/{self.snippet}.py", *self.args])
 
 
+# Fresh processes for the examples whose claims compare timings at the microsecond scale where
+# the start of a process is part of the subject (issue 10): one sample per example decided a
+# cold/warm claim that flipped between two refreshes of one commit. Comparisons of steady-state
+# GPU work (Part 3's SDPA backends, Part 4's eager decode against its CUDA graph, the sweep's
+# modes) are repeated inside one process instead, by their recorded steps and tokens.
+REPEATS = 5
+
+
 def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype: str = "bf16",
-                batch: int = 0, schedule: str = "") -> Example:
+                batch: int = 0, schedule: str = "", repeats: int = 1) -> Example:
     args = ["--size", str(size)]
     tag = f"{size}_{dtype}_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
     if dtype != "bf16":
@@ -72,19 +88,22 @@ def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype:
     if schedule:
         args += ["--schedule", schedule]
         tag += "_s" + schedule.replace(",", "-")
-    return Example("01_matmul_add", tag, tuple(args))
+    return Example("01_matmul_add", tag, tuple(args), repeats)
 
 
 PART1 = (
-    # Cold and warm, at the size where the host sets the pace and where the GPU does.
-    *(_matmul_add(size, warm=warm) for size in (64, 4096) for warm in (False, True)),
+    # Cold and warm, at the size where the host sets the pace and where the GPU does. Repeated:
+    # the steps' lengths and the time to aten::matmul, cold against warm.
+    *(_matmul_add(size, warm=warm, repeats=REPEATS) for size in (64, 4096) for warm in (False, True)),
     # torch.compile, warm: at 64 against warm eager (is a compiled step cheaper on the host?), at
-    # 4096 for what it does to the kernels (one addmm, a bias copy and a `badd` GEMM).
-    _matmul_add(64, warm=True, compiled=True),
-    _matmul_add(4096, warm=True, compiled=True),
-    # The Activity Buffer Request finding: no wait/warmup, then a long active window.
-    _matmul_add(64, schedule="0,0,3"),
-    _matmul_add(64, schedule="0,0,20"),
+    # 4096 for what it does to the kernels (one addmm, a bias copy and a `badd` GEMM). Repeated:
+    # the host time per step, compiled against eager.
+    _matmul_add(64, warm=True, compiled=True, repeats=REPEATS),
+    _matmul_add(4096, warm=True, compiled=True, repeats=REPEATS),
+    # The Activity Buffer Request finding: no wait/warmup, then a long active window. Repeated:
+    # the first step's cold start, and the buffer request's share of two runs.
+    _matmul_add(64, schedule="0,0,3", repeats=REPEATS),
+    _matmul_add(64, schedule="0,0,20", repeats=REPEATS),
     # A batch dimension turns aten::mm into aten::bmm.
     _matmul_add(64, batch=8),
     # fp32 at the large size: a different GEMM kernel family.
@@ -96,7 +115,9 @@ def _linear(*, warm: bool, compiled: bool) -> Example:
     args = ["--batch", "1024", "--in_dim", "32", "--out_dim", "64"]
     args += ["--compile"] * compiled + ["--warmup"] * warm
     tag = f"linear_b1024_32x64_bf16_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
-    return Example("02_linear", tag, tuple(args))
+    # Repeated: the four runs' steps side by side (is the first recorded step the longest, with
+    # --warmup or without?) and the warm compiled step against the warm eager one.
+    return Example("02_linear", tag, tuple(args), REPEATS)
 
 
 def _mlp(snippet: str, impl: str, *extra: str) -> Example:

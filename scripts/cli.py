@@ -7,9 +7,10 @@ builds the site, and runs the docs tooling in a child process.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from scripts import catalog, freeze, notebooks
+from scripts import catalog, freeze, notebooks, runner
 from scripts.console import ArgumentParser, run_main
 
 
@@ -27,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     refresh.add_argument("--keep-going", action="store_true",
                          help="write the examples that succeeded even if others failed")
     refresh.add_argument("--python", default=sys.executable, help="interpreter that has torch (default: this one)")
+    refresh.add_argument("--timeout", type=_seconds, default=runner.DEFAULT_TIMEOUT_S, metavar="S",
+                         help=f"kill a run after S seconds and fail its example (default {runner.DEFAULT_TIMEOUT_S:g})")
+    refresh.add_argument("--isolated", action="store_true",
+                         help="a fresh interpreter per run instead of the fork server (slower, same results)")
 
     check = commands.add_parser("check", help="fail if an artifact is missing or stale")
     check.add_argument("--only", nargs="*", default=[], metavar="KEY")
@@ -67,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             print("every artifact is fresh; nothing to run")
             return 0
     try:
-        failed = freeze.refresh(examples, args.python, keep_going=args.keep_going)
+        failed = freeze.refresh(examples, args.python, keep_going=args.keep_going, timeout_s=args.timeout,
+                                isolated=args.isolated)
     except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -75,6 +81,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     write_notebooks()  # their outputs are the new runs; one that cannot be made yet says why
     return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def write_notebooks(check_only: bool = False) -> int:

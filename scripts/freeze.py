@@ -26,10 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from scripts import runner as runners
 from scripts.catalog import ROOT, TRACES, Example
 from scripts.meta import REFRESH_HINT, Meta, MetaError, inputs_hash, read_meta, seal, shown  # noqa: F401
 from scripts.meta import dumps as meta_file_bytes
+from scripts.samples import samples_file, samples_of
 from scripts.sanitize import Scrubber, sanitize_trace
+from scripts.trace import build_trace
 
 # Bump when the artifact layout or the sanitizer changes what is written.
 FREEZE_FORMAT = 1
@@ -51,6 +54,8 @@ def inputs_of(example: Example) -> dict:
         "snippet_sha256": snippet_digest(example),
         "args": list(example.args),
         "freeze_format": FREEZE_FORMAT,
+        # Only when repeated, so that the examples run once keep the hash they had.
+        **({"repeats": example.repeats} if example.repeats > 1 else {}),
     }
 
 
@@ -85,6 +90,8 @@ def status(example: Example) -> Status:
     if list(recorded.args) != current["args"]:
         was, now = " ".join(recorded.args), " ".join(current["args"])
         return Status(example, "stale", f"its arguments changed from '{was}' to '{now}'")
+    if recorded.repeats != current.get("repeats", 1):
+        return Status(example, "stale", f"its repeats changed from {recorded.repeats} to {example.repeats}")
     for name, digest in meta.outputs.items():
         path = example.folder / name
         try:
@@ -173,13 +180,22 @@ def snippet_dependencies(example: Example) -> list[str]:
     return [m.group(1).lower() for m in names if m and m.group(1).lower() != "torch"]
 
 
-def probe_environment(python: str, packages: list[str] = ()) -> dict:
+def probe_environment(python: str, packages: list[str] = (), runner=None) -> dict:
     """Versions of the interpreter that runs the snippets, of the packages named, and the GPU
-    driver."""
-    done = subprocess.run([python, "-c", ENV_PROBE, *packages], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{python} cannot import torch: {_last_line(done.stderr)}")
-    env = json.loads(done.stdout.strip().splitlines()[-1])
+    driver; asked through `runner` (a fork server's child saves an import of torch) if given."""
+    if runner is None:
+        done = subprocess.run([python, "-c", ENV_PROBE, *packages], capture_output=True, text=True, check=False)
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    else:
+        with tempfile.TemporaryDirectory(prefix="freeze-probe-") as tmp:
+            script, out, err = Path(tmp) / "probe.py", Path(tmp) / "stdout.txt", Path(tmp) / "stderr.txt"
+            script.write_text(ENV_PROBE)
+            done = runner.run(runners.Job(script, tuple(packages), ROOT, out, err, runners.DEFAULT_TIMEOUT_S))
+            code = done.returncode if done.ok else (done.returncode or 1)
+            stdout, stderr = out.read_text(errors="replace"), done.error or err.read_text(errors="replace")
+    if code != 0 or not stdout.strip():
+        raise RuntimeError(f"{python} cannot import torch: {_last_line(stderr)}")
+    env = json.loads(stdout.strip().splitlines()[-1])
     env["driver"] = _nvidia_driver()
     return env
 
@@ -225,41 +241,99 @@ class RunResult:
     example: Example
     files: dict[str, bytes] = field(default_factory=dict)  # artifact name -> content
     error: str = ""
+    wall_time_s: float = 0.0  # of the first run, the one whose artifacts are shown
+    total_s: float = 0.0  # every run of the example, sanitizing included
+
+
+# What a compiled run imports at its first torch.compile (seconds of Python, before any recorded
+# step): a fork server imports it once, for the compiled runs of a snippet only, so that the
+# eager children carry no compiler for their garbage collector to walk.
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
+
+
+def preloaded(example: Example) -> tuple[str, ...]:
+    """The modules a fork server imports for this example beside its snippet's own imports."""
+    return COMPILER_MODULES if "--compile" in example.args else ()
+
+
+@dataclass
+class _Run:
+    """One run of a snippet, sanitized: its outputs by artifact name, or why there are none."""
+
+    error: str = ""
     wall_time_s: float = 0.0
+    mode: str = "isolated"  # how its process was made (scripts.runner.Outcome.mode)
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    trace: dict | None = None  # the sanitized trace (None where the example was unavailable)
 
 
-def run_example(example: Example, python: str, environment: dict) -> RunResult:
-    """Run one snippet in a fresh process and return its sanitized artifacts (nothing written)."""
+def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True) -> _Run:
+    """Run the snippet once; without `artifacts`, keep only the sanitized trace (a repeat)."""
     with tempfile.TemporaryDirectory(prefix="freeze-") as tmp:
-        out_dir = Path(tmp)
-        command = [python, str(example.script), *example.args, "--trace_dir", str(out_dir)]
-        started = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-        wall = time.perf_counter() - started
+        out_dir = Path(tmp) / "out"
+        out_dir.mkdir()
+        stderr = Path(tmp) / "stderr.txt"
+        job = runners.Job(example.script, (*example.args, "--trace_dir", str(out_dir)), ROOT,
+                          Path(tmp) / "stdout.txt", stderr, timeout_s, preloaded(example))
+        done = run.run(job)
+        wall, mode = done.wall_time_s, done.mode
+        if done.timed_out:
+            return _Run(f"timed out after {timeout_s:g} s", wall)
+        if done.error:
+            return _Run(done.error, wall)
         if done.returncode != 0:
-            return RunResult(example, error=f"exit {done.returncode}: {_last_line(done.stderr)}", wall_time_s=wall)
+            return _Run(f"exit {done.returncode}: {_last_line(stderr.read_text(errors='replace'))}", wall)
         trace_file, table_file = out_dir / f"{example.tag}.json", out_dir / f"{example.tag}.txt"
         unavailable = out_dir / example.unavailable_path.name
         if unavailable.exists():
             # The snippet says what it cannot do here; that reason is the frozen result.
             reason = Scrubber.for_this_machine(out_dir).scrub(_last_line(unavailable.read_text()))
-            outputs = {example.unavailable_path.name: (reason + "\n").encode()}
-            return _frozen(example, outputs, environment, wall)
+            return _Run(wall_time_s=wall, mode=mode, outputs={example.unavailable_path.name: (reason + "\n").encode()})
         if not trace_file.exists() or not table_file.exists():
             wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
-            return RunResult(example, error=f"expected {example.tag}.json and .txt, the snippet wrote {wrote}")
+            return _Run(f"expected {example.tag}.json and .txt, the snippet wrote {wrote}", wall)
         scrubber = Scrubber.for_this_machine(out_dir)
         trace = sanitize_trace(json.loads(trace_file.read_text()), f"{example.tag}.json", scrubber)
         table = scrubber.scrub(table_file.read_text())
         leaks = scrubber.leaks(trace) + scrubber.leaks(table)
         if leaks:
-            return RunResult(example, error=f"the sanitizer left a machine path or name: {leaks[0][:120]!r}")
+            return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
+    if not artifacts:
+        return _Run(wall_time_s=wall, mode=mode, trace=trace)
     trace_bytes = gzip_reproducibly(json.dumps(trace, separators=(",", ":")).encode())
     outputs = {example.trace_path.name: trace_bytes, example.table_path.name: table.encode()}
-    return _frozen(example, outputs, environment, wall)
+    return _Run(wall_time_s=wall, mode=mode, outputs=outputs, trace=trace)
 
 
-def _frozen(example: Example, outputs: dict[str, bytes], environment: dict, wall: float) -> RunResult:
+def run_example(example: Example, python: str, environment: dict, *, runner=None,
+                timeout_s: float = runners.DEFAULT_TIMEOUT_S) -> RunResult:
+    """Run one example `example.repeats` times, each in a fresh process (through `runner`, by
+    default a fresh interpreter), and return the first run's sanitized artifacts with the other
+    runs' digests (nothing written)."""
+    started = time.perf_counter()
+    run = runner or runners.Isolated(python)
+    first = _run_once(example, run, timeout_s)
+    if first.error:
+        return RunResult(example, error=first.error, wall_time_s=first.wall_time_s,
+                         total_s=time.perf_counter() - started)
+    outputs = dict(first.outputs)
+    if first.trace is not None and example.repeats > 1:
+        digests = []
+        for number in range(2, example.repeats + 1):
+            again = _run_once(example, run, timeout_s, artifacts=False)
+            error = again.error or ("" if again.trace is not None else "it was unavailable this time")
+            if error:
+                return RunResult(example, error=f"run {number} of {example.repeats}: {error}",
+                                 wall_time_s=first.wall_time_s, total_s=time.perf_counter() - started)
+            digests.append({"wall_time_s": round(again.wall_time_s, 2), **samples_of(build_trace(again.trace))})
+        outputs[example.samples_path.name] = (json.dumps(samples_file(digests), separators=(",", ":")) + "\n").encode()
+    result = _frozen(example, outputs, environment, first.wall_time_s, first.mode)
+    result.total_s = time.perf_counter() - started
+    return result
+
+
+def _frozen(example: Example, outputs: dict[str, bytes], environment: dict, wall: float,
+            mode: str = "isolated") -> RunResult:
     """The run's outputs plus the metadata file that records how they were made."""
     inputs = inputs_of(example)
     meta = {
@@ -271,6 +345,9 @@ def _frozen(example: Example, outputs: dict[str, bytes], environment: dict, wall
         "environment": environment_of(example, environment),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wall_time_s": round(wall, 2),
+        # "forked": from the fork server's fork to exit, the imports done before; "isolated":
+        # a fresh interpreter's whole life.
+        "runner": mode,
     }
     outputs[example.meta_path.name] = meta_file_bytes(seal(meta))
     return RunResult(example, files=outputs, wall_time_s=wall)
@@ -287,24 +364,36 @@ def write_artifacts(result: RunResult) -> None:
         partial = folder / f".{name}.partial"
         partial.write_bytes(content)
         os.replace(partial, folder / name)
-    for leftover in (example.trace_path, example.table_path, example.unavailable_path):
+    for leftover in (example.trace_path, example.table_path, example.unavailable_path, example.samples_path):
         if leftover.name not in result.files and leftover.exists():
             leftover.unlink()
 
 
-def refresh(examples: list[Example], python: str, *, keep_going: bool = False, log=print) -> int:
-    """Run the examples; write their artifacts only if all succeeded (or, with keep_going, those
-    that did). Returns the number of failed examples."""
+SLOWEST_SHOWN = 5
+
+
+def refresh(examples: list[Example], python: str, *, keep_going: bool = False, log=print,
+            timeout_s: float = runners.DEFAULT_TIMEOUT_S, isolated: bool = False) -> int:
+    """Run the examples (each run killed after timeout_s); write their artifacts only if all
+    succeeded (or, with keep_going, those that did). Returns the number of failed examples."""
     started = time.perf_counter()
     packages = sorted({name for example in examples for name in snippet_dependencies(example)})
-    environment = probe_environment(python, packages)
-    log(f"refreshing {len(examples)} example(s) with torch {environment['torch']} on {environment['gpu'] or 'CPU'}")
     results = []
-    for example in examples:
-        result = run_example(example, python, environment)
-        log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s)"
-            + (f": {result.error}" if result.error else ""))
-        results.append(result)
+    with runners.open_runner(python, isolated=isolated, log=log) as run:
+        log(f"runner: {run.kind}")
+        environment = probe_environment(python, packages, run)
+        runs = sum(example.repeats for example in examples)
+        log(f"refreshing {len(examples)} example(s), {runs} run(s), with torch {environment['torch']} on "
+            f"{environment['gpu'] or 'CPU'}")
+        # A snippet's eager runs, then its compiled ones: a fork server then switches between
+        # the two sets of imports once per snippet. Each run is a fresh process, in any order.
+        first_seen = {snippet: n for n, snippet in enumerate(dict.fromkeys(e.snippet for e in examples))}
+        for example in sorted(examples, key=lambda e: (first_seen[e.snippet], bool(preloaded(e)))):
+            result = run_example(example, python, environment, runner=run, timeout_s=timeout_s)
+            repeated = f"; {example.repeats} runs, {result.total_s:.1f} s in all" if example.repeats > 1 else ""
+            log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s{repeated})"
+                + (f": {result.error}" if result.error else ""))
+            results.append(result)
     failed = [r for r in results if r.error]
     succeeded = [r for r in results if not r.error]
     if failed and not keep_going:
@@ -312,7 +401,9 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
     else:
         for result in succeeded:
             write_artifacts(result)
-        log(f"wrote {len(succeeded)} example(s) under {TRACES.relative_to(ROOT)}/"
+        log(f"wrote {len(succeeded)} example(s) under traces/"
             + (f"; failed: {', '.join(r.example.key for r in failed)}" if failed else ""))
-    log(f"refresh wall time: {time.perf_counter() - started:.1f} s")
+    slowest = sorted(results, key=lambda r: -r.total_s)[:SLOWEST_SHOWN]
+    log(f"refresh wall time: {time.perf_counter() - started:.1f} s; slowest: "
+        + ", ".join(f"{r.example.key} {r.total_s:.1f} s" for r in slowest))
     return len(failed)

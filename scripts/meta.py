@@ -64,10 +64,14 @@ class Inputs:
     snippet_sha256: str
     args: tuple[str, ...]
     freeze_format: int
+    repeats: int = 1  # fresh processes per refresh; recorded only when more than one
 
     def to_json(self) -> dict:
-        return {"snippet": self.snippet, "snippet_sha256": self.snippet_sha256, "args": list(self.args),
-                "freeze_format": self.freeze_format}
+        inputs = {"snippet": self.snippet, "snippet_sha256": self.snippet_sha256, "args": list(self.args),
+                  "freeze_format": self.freeze_format}
+        if self.repeats != 1:
+            inputs["repeats"] = self.repeats
+        return inputs
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class Meta:
     date: str  # UTC, DATE_FORMAT
     wall_time_s: float
     meta_sha256: str
+    runner: str | None = None  # "forked" or "isolated" (scripts/runner.py); None before the runner
 
     @property
     def day(self) -> str:
@@ -137,7 +142,8 @@ def read_meta(example: catalog.Example) -> Meta:
     meta = load_meta(example.meta_path)
     if meta.example != example.key:
         raise MetaError(example.meta_path, f"records the run of {meta.example!r}, not of {example.key}")
-    artifacts = {p.name for p in (example.trace_path, example.table_path, example.unavailable_path)}
+    artifacts = {p.name for p in (example.trace_path, example.table_path, example.unavailable_path,
+                                  example.samples_path)}
     for name in meta.outputs:
         if name not in artifacts:
             raise MetaError(example.meta_path, f"names {name!r}, not an artifact of {example.key}")
@@ -182,6 +188,7 @@ def parse(data, path: Path) -> Meta:
             snippet_sha256=inputs.sha256("snippet_sha256"),
             args=inputs.strings("args"),
             freeze_format=inputs.integer("freeze_format"),
+            repeats=inputs.integer("repeats", optional=True) or 1,
         ),
         inputs_hash=top.sha256("inputs_hash"),
         outputs={name: outputs.sha256(name) for name in outputs.names(at_least_one=True)},
@@ -196,6 +203,7 @@ def parse(data, path: Path) -> Meta:
         ),
         date=top.date("date"),
         wall_time_s=top.number("wall_time_s"),
+        runner=top.string("runner", optional=True),
         meta_sha256=top.seal(),  # last: a wrong field is named before a missing seal
     )
     for name in meta.outputs:
@@ -260,8 +268,9 @@ class _Fields:
         return tuple(self._get(name, False, lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v),
                                "a list of strings"))
 
-    def integer(self, name: str) -> int:
-        return self._get(name, False, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+    def integer(self, name: str, optional: bool = False) -> int | None:
+        return self._get(name, optional, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                         "a whole number")
 
     def number(self, name: str) -> float:
         return self._get(name, False, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)

@@ -18,7 +18,9 @@ run is digested by `samples_of(trace)`:
   which it began): the union of its intervals, and how many kernels.
 
 The extra runs live next to the other artifacts as `traces/<snippet>/<tag>.samples.json`,
-`{"format": 1, "runs": [<digest>, ...]}` (absent for runs made before repetitions).
+`{"format": 1, "runs": [<digest>, ...]}` (absent for runs made before repetitions); the refresh
+adds each run's `wall_time_s` beside its `steps`. Times are in microseconds, rounded to the
+nanosecond so that the file is stable.
 
 Standard library only: the GPU refresh writes these files.
 """
@@ -32,6 +34,7 @@ from pathlib import Path
 from scripts.intervals import total
 
 FORMAT = 1
+SAMPLES_FORMAT = FORMAT
 HOST_KINDS = frozenset({"cpu_op", "annotation", "runtime", "driver", "overhead"})
 
 
@@ -59,12 +62,23 @@ def samples_of(trace) -> dict:
             op["count"] += 1
         digest.append({
             "name": step.name,
-            "dur_us": step.dur,
-            "ops": ops,
-            "gpu": {"busy_us": total((a.ts, a.end) for a in work),
+            "dur_us": _us(step.dur),
+            "ops": {name: {"first_us": _us(op["first_us"]), "total_us": _us(op["total_us"]),
+                           "count": op["count"]} for name, op in ops.items()},
+            "gpu": {"busy_us": _us(total((a.ts, a.end) for a in work)),
                     "kernels": sum(a.kind == "kernel" for a in work)},
         })
     return {"steps": digest}
+
+
+def _us(value: float) -> float:
+    return round(value, 3)
+
+
+def samples_file(runs: list[dict]) -> dict:
+    """The content of a `.samples.json`: the digests of the runs after the first, each with its
+    `wall_time_s`."""
+    return {"format": FORMAT, "runs": runs}
 
 
 def samples_path(trace_path: Path) -> Path:

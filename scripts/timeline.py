@@ -361,6 +361,7 @@ class TimelineLayout:
     legend: list[LegendItem]
     links_thinned: bool = False  # some links were left out where GPU activities crowd
     width: int = WIDTH
+    window_end_x: float | None = None  # on a shared scale, where the window ends inside the plot
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,14 +449,28 @@ def _new_lane(lanes: dict, key: tuple, on_gpu: bool) -> LaneEvents:
 
 @dataclass(frozen=True)
 class TimeScale:
+    """The window's times in plot x. The plot is `span_us` wide, the window's duration unless a
+    longer one is asked for (two pictures on one scale): the window then ends before the plot."""
+
     start: float
     end: float
     px_per_us: float
 
     @classmethod
-    def of(cls, window: Window) -> TimeScale:
+    def of(cls, window: Window, span_us: float | None = None) -> TimeScale:
         end = window.end if window.end > window.start else window.start + 1.0
-        return cls(window.start, end, (PLOT_RIGHT - PLOT_LEFT) / (end - window.start))
+        span = max(end - window.start, span_us or 0.0)
+        return cls(window.start, end, (PLOT_RIGHT - PLOT_LEFT) / span)
+
+    @property
+    def span_us(self) -> float:
+        """The time the plot's width stands for."""
+        return (PLOT_RIGHT - PLOT_LEFT) / self.px_per_us
+
+    @property
+    def end_x(self) -> float:
+        """Where the window ends: PLOT_RIGHT, or before it on a shared scale."""
+        return self.x(self.end)
 
     def x(self, t: float) -> float:
         """Plot x of time `t`, clamped to the plot."""
@@ -861,11 +876,13 @@ def _default_title(trace: Trace) -> str:
     return f"Timeline of {clean_text(name)}"
 
 
-def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = None) -> Skeleton:
+def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = None,
+                  span_us: float | None = None) -> Skeleton:
     """Walk down the picture: header, step strip, axis, then one group of lanes per process (host
-    processes first, then GPUs)."""
+    processes first, then GPUs). `span_us`: the time the plot's width stands for, when longer
+    than the window (see render_timeline)."""
     collected = collect_lanes(trace, window)
-    scale = TimeScale.of(window)
+    scale = TimeScale.of(window, span_us)
     plan = _Plan()
     has_steps = any(s.ts < scale.end and s.end > scale.start for s in trace.steps)
     step_top = float(HEADER_H)
@@ -902,6 +919,15 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
         y += 24
 
     bands, step_lines, step_labels = _step_layout(trace, scale, step_top, y) if has_steps else ([], [], [])
+    window_end_x = None
+    if scale.end_x < PLOT_RIGHT - 0.5:  # a shared scale: the lanes stop where the window does
+        window_end_x = scale.end_x
+        plan.lane_backgrounds = [dataclasses.replace(box, w=window_end_x - box.x)
+                                 for box in plan.lane_backgrounds]
+        note = fit_text(f"end of {clean_text(window.label)}: same time scale as its pair",
+                        PLOT_RIGHT - window_end_x - 12, font_px("note"))
+        if note:
+            plan.headings.append(Heading(window_end_x + 8, plot_top + 15, note, note, "note"))
     headline = facts_headline(facts, window.label)
     title_room = WIDTH - 2 * MARGIN - (text_width(headline, font_px("headline")) + 24 if headline else 0)
     layout = TimelineLayout(
@@ -913,7 +939,7 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
         axis_y=axis_y,
         ticks=[
             Tick(PLOT_LEFT + offset * scale.px_per_us, text)
-            for offset, text in nice_ticks(scale.end - scale.start)
+            for offset, text in nice_ticks(scale.span_us)
         ],
         step_bands=bands,
         step_lines=step_lines,
@@ -925,6 +951,7 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
         links=[],
         labels=step_labels + plan.labels,
         legend=[],
+        window_end_x=window_end_x,
     )
     return Skeleton(layout, plan.rows, plan.host_rows, plan.activity_rows, collected.launch_depths, scale)
 
@@ -1063,7 +1090,7 @@ def _links_after(skeleton: Skeleton, trace: Trace, launch_ends: dict, drawn: set
         x1, y1, launch_bar = launch_ends[correlation]
         if y2 is not None and (launch_bar, y2) not in seen:
             seen.add((launch_bar, y2))
-            links.append(Link(x1, y1, PLOT_RIGHT, y2, "after"))
+            links.append(Link(x1, y1, skeleton.scale.end_x, y2, "after"))
     return links
 
 
@@ -1123,9 +1150,10 @@ def layout_timeline(
     *,
     title: str | None = None,
     min_px: float = MERGE_THRESHOLDS_PX[0],
+    span_us: float | None = None,
 ) -> TimelineLayout:
     """Everything the picture shows, in pixels; events narrower than `min_px` merge."""
-    skeleton = plan_timeline(trace, _as_window(trace, window), facts, title)
+    skeleton = plan_timeline(trace, _as_window(trace, window), facts, title, span_us)
     scale = skeleton.scale
     return finish_layout(
         skeleton, trace, [merge_spans(scale.spans(row.events, row.depths), min_px) for row in skeleton.rows]
@@ -1289,6 +1317,8 @@ def svg_of(layout: TimelineLayout) -> str:
         baseline = _centred_baseline(layout.axis_y, AXIS_H - 4, "tick")
         out.append(_text(tick.x, baseline, tick.text, "tick", anchor))
     out += [_line("stepline", x, layout.axis_y - STEP_STRIP_H, x, plot.bottom) for x in layout.step_lines]
+    if layout.window_end_x is not None:
+        out.append(_line("stepline", layout.window_end_x, plot.y - 4, layout.window_end_x, plot.bottom))
     out += [_rect(box, "gap") for box in layout.gap_shades]
     out += [part for bar in layout.bars for part in _bar_svg(bar)]
     for link in layout.links:  # over the bars, under their labels
@@ -1313,12 +1343,16 @@ def svg_of(layout: TimelineLayout) -> str:
 
 def render_timeline(
     trace: Trace, window: Window | None = None, facts=None, *, title: str | None = None,
-    size_budget: int = SIZE_BUDGET_BYTES,
+    size_budget: int = SIZE_BUDGET_BYTES, span_us: float | None = None,
 ) -> str:
     """The annotated timeline of `window` (default: the first ProfilerStep, or the whole trace) as
     standalone SVG text. Events merge further, in steps, until the SVG fits `size_budget` bytes
-    (a page with several dense pictures asks for less)."""
-    skeleton = plan_timeline(trace, _as_window(trace, window), facts, title)
+    (a page with several dense pictures asks for less).
+
+    `span_us` puts pictures on one time scale: the plot's width stands for that long (at least
+    the window), so two windows drawn with the longer one's duration have equal microseconds per
+    pixel and equal axes; a shorter window's lanes end where it does (see shared_span_us)."""
+    skeleton = plan_timeline(trace, _as_window(trace, window), facts, title, span_us)
     row_spans = [skeleton.scale.spans(row.events, row.depths) for row in skeleton.rows]
     svg = ""
     for min_px in MERGE_THRESHOLDS_PX:
@@ -1327,6 +1361,11 @@ def render_timeline(
         if len(svg.encode()) <= size_budget:
             break
     return svg
+
+
+def shared_span_us(*windows: Window) -> float:
+    """The `span_us` that draws all these windows on one scale: the longest one's duration."""
+    return max(max(window.dur, 1.0) for window in windows)
 
 
 def render_timeline_file(

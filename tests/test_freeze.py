@@ -94,7 +94,7 @@ def sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "ROOT", tmp_path)
     monkeypatch.setattr(freeze, "ROOT", tmp_path)
     monkeypatch.setattr(freeze, "TRACES", tmp_path / "traces")
-    monkeypatch.setattr(freeze, "probe_environment", lambda python, packages=(): {"torch": "test", "gpu": None})
+    monkeypatch.setattr(freeze, "probe_environment", lambda python, packages=(), runner=None: {"torch": "test", "gpu": None})
     ok = [catalog.Example("fake", f"run{i}", ("--tag", f"run{i}")) for i in range(2)]
     for example in ok:
         assert freeze.refresh([example], sys.executable, log=lambda *_: None) == 0
