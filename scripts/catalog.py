@@ -69,7 +69,9 @@ class Example:
 # cold/warm claim that flipped between two refreshes of one commit. Comparisons of steady-state
 # GPU work (Part 3's SDPA backends, Part 4's eager decode against its CUDA graph, the sweep's
 # modes) are repeated inside one process instead, by their recorded steps and tokens.
-REPEATS = 5
+# Three runs: the fewest that a comparison decides on (scripts/claims.MIN_SAMPLES); five made the
+# refresh of Part 1 alone take 330 s on an H200, as each forked run still starts CUDA and CUPTI.
+REPEATS = 3
 
 
 def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype: str = "bf16",
