@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.plugins import event_priority  # noqa: E402
 
-from scripts import catalog, freeze, notebooks, pages, vendor_pyodide  # noqa: E402
+from scripts import catalog, freeze, glossary, notebooks, pages, vendor_pyodide  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.freeze")
 
@@ -136,6 +136,7 @@ def on_page_content(html, page, **kwargs):
     # excerpt views need only what comes before the separator.
     if getattr(page, "excerpt", None) is not None and EXCERPT_SEPARATOR in page.markdown:
         page.markdown = page.markdown.split(EXCERPT_SEPARATOR, 1)[0] + EXCERPT_SEPARATOR
+    html = glossary.on_page_content(html, page, kwargs["config"])  # first uses link to the glossary
     return html
 
 

@@ -74,13 +74,13 @@ def svg_size(svg: str) -> tuple[str, str]:
 
 
 def zoomable_figure(site_path: str, svg: Path, alt: str, caption: str, css_class: str = "timeline") -> Markup:
-    """An SVG file published at `site_path`, shown as an <img> the lightbox zooms (it zooms images,
-    not inline SVG), its size reserved from the viewBox."""
+    """An SVG file published at `site_path`, shown as an <img> (its size reserved from the viewBox) in
+    a link to the file that docs/javascripts/svg-viewer.js opens full-screen, to pan and zoom."""
     width, height = svg_size(svg.read_text())
     src = publish(site_path, svg)
     image = h("img", {"src": src, "alt": alt, "loading": "lazy", "width": width, "height": height})
     return h("figure", {"class": css_class},
-             h("a", {"class": "glightbox", "href": src, "data-type": "image"}, image),
+             h("a", {"class": "svg-zoom", "href": src}, image),
              h("figcaption", None, caption))
 
 
@@ -155,7 +155,7 @@ class Run:
         return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
 
     def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> Markup:
-        """The annotated timeline as a zoomable <img> (Material's lightbox zooms images only) of
+        """The annotated timeline as a zoomable picture (scripts.pages.zoomable_figure) of
         ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
         from scripts import render
@@ -262,6 +262,8 @@ FACTS_GUIDE = "guide/analyze-your-trace/"
 
 def render_facts_box(facts: dict, guide_href: str) -> Markup:
     """A compact box of the analyzer's headline facts about a whole trace."""
+    from scripts.analysis import short_name
+
     w = facts["window"]
     rows = [("Verdict", concat(h("strong", None, w["verdict"]["label"]), ": ", w["verdict"]["reason"]))]
     if facts["has_gpu_activity"]:
@@ -280,7 +282,10 @@ def render_facts_box(facts: dict, guide_href: str) -> Markup:
         kinds = join(", ", (f"{n} {kind}" for kind, n in w["activities_by_kind"].items()))
         rows.append(("GPU activities", kinds))
         top = w["top_kernels"][0]
-        rows.append(("Top kernel", concat(h("code", None, top["name"]), f", {top['share_pct']:.0f}% of GPU time")))
+        # A demangled name can run to a thousand characters: shortened, the full one on hover.
+        name = short_name(top["name"])
+        rows.append(("Top kernel", concat(h("code", {"title": top["name"] if name != top["name"] else None}, name),
+                                          f", {top['share_pct']:.0f}% of GPU time")))
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
     rows.append(("CPU busy", f"{w['cpu_busy_pct']:.1f}% of the trace ({format_us(w['cpu_busy_us'])})"))

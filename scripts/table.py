@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scripts.markup import Markup, h, join, table as html_table, td, th
+from scripts.markup import Markup, h, table as html_table, td, th
 
 # Columns a table can be sorted by, in the order we test them when finding the sort column.
 SORT_CANDIDATES = ("CUDA total", "Self CUDA", "CPU total", "Self CPU", "Device total", "Self Device")
@@ -92,39 +92,78 @@ def _is_numeric(cell: str) -> bool:
     return bool(re.match(r"^-?[\d.]+(%|ns|us|ms|s)?$", cell))
 
 
+# The columns a reader needs first, shown by default; the rest are one click away. The sort column
+# is always among those shown.
+FIRST_COLUMNS = ("Self CPU", "Self CUDA", "CUDA total", "# of Calls")
+FALLBACK_COLUMNS = ("Self CPU", "CPU total", "# of Calls")  # a table without CUDA columns
+
+
+def first_columns(table: ProfilerTable) -> tuple[str, ...]:
+    """The name column, the first-needed columns the table has, and its sort column, in the
+    table's order."""
+    wanted = [c for c in FIRST_COLUMNS if c in table.columns]
+    if not any("CUDA" in c for c in wanted):
+        wanted = [c for c in FALLBACK_COLUMNS if c in table.columns]
+    keep = {table.columns[0], *wanted, *([table.sort_column] if table.sort_column else [])}
+    return tuple(c for c in table.columns if c in keep)
+
+
+def _total_column(label: str, columns: tuple[str, ...]) -> str | None:
+    """The column a foot total adds up: 'Self CPU time total' is the Self CPU column's."""
+    column = label.removesuffix(" time total")
+    return column if column != label and column in columns else None
+
+
 def render_table(table: ProfilerTable, caption: str = "") -> Markup:
-    """An accessible HTML table: names escaped, numbers right-aligned, the sort column marked."""
+    """An accessible HTML table: names escaped and shortened (the profiler's name on hover and in
+    the full view), numbers right-aligned, the sort column marked, each total of the foot under
+    the column it adds up. The first-needed columns show; a checkbox above the table shows all
+    (a CSS-only switch: docs/stylesheets/extra.css)."""
+    from scripts.analysis import short_name
+
     sort = table.sort_column
+    shown = first_columns(table)
+
+    def cls(name: str, *more: str) -> str | None:
+        classes = [*more, *(["prof-extra"] if name not in shown else [])]
+        return " ".join(classes) or None
+
     head = []
     for name in table.columns:
         if name == sort:
-            head.append(th(f"{name} ▼", {"scope": "col", "class": "num sorted", "aria-sort": "descending",
-                                         "title": "rows sorted by this column"}))
+            head.append(th(f"{name} ▼", {"scope": "col", "class": cls(name, "num", "sorted"),
+                                         "aria-sort": "descending", "title": "rows sorted by this column"}))
         else:
-            head.append(th(name, {"scope": "col", "class": "num" if name != table.columns[0] else None}))
+            head.append(th(name, {"scope": "col", "class": cls(name, *(["num"] if name != table.columns[0] else []))}))
     body = []
     for row in table.rows:
-        cells = [th(h("code", None, row[0]), {"scope": "row"})]
-        for name, cell in zip(table.columns[1:], row[1:]):
-            classes = ["num"] if _is_numeric(cell) else []
-            if name == sort:
-                classes.append("sorted")
-            cells.append(td(cell, {"class": " ".join(classes) or None}))
+        short = short_name(row[0])
+        name = (h("code", None, row[0]) if short == row[0] else
+                (h("code", {"class": "prof-short"}, short), h("code", {"class": "prof-full"}, row[0])))
+        cells = [th(name, {"scope": "row", "title": row[0] if short != row[0] else None})]
+        for column, cell in zip(table.columns[1:], row[1:]):
+            more = [*(["num"] if _is_numeric(cell) else []), *(["sorted"] if column == sort else [])]
+            cells.append(td(cell, {"class": cls(column, *more)}))
         body.append(cells)
-    foot = [[th(label, {"scope": "row", "colspan": len(table.columns) - 1}), td(value, {"class": "num"})]
-            for label, value in table.totals]
-    # The totals are what to read first, so they also stand below the table, outside the part
-    # that scrolls sideways.
-    totals = join(" · ", ((f"{label}: ", h("strong", None, value)) for label, value in table.totals))
+    foot = []
+    for label, value in table.totals:
+        column = _total_column(label, table.columns)
+        cells = [th(label if column else f"{label}: {value}", {"scope": "row"})]
+        for name in table.columns[1:]:
+            cells.append(td(value if name == column else "", {"class": cls(name, *(["num"] if name == column else []))}))
+        foot.append(cells)
+    hidden = len(table.columns) - len(shown)
+    switch = h("label", {"class": "prof-switch"}, h("input", {"type": "checkbox", "class": "prof-all"}),
+               f" All {len(table.columns)} columns and the profiler's full names") if hidden else None
     return scrolling_table(html_table(head, body, caption=caption, foot=foot, attrs={"class": "prof"}),
-                           "profiler table", after=h("p", {"class": "prof-totals"}, totals))
+                           "profiler table", before=switch)
 
 
 def scrolling_table(table_html: Markup, label: str, after: Markup | None = None,
-                    searchable: bool = True) -> Markup:
+                    searchable: bool = True, before: Markup | None = None) -> Markup:
     """A table in the box that scrolls sideways on narrow screens (keyboard-reachable, labelled),
-    with `after` below the scrolling part. Tables of numbers only can stay out of the search
-    index, which every page downloads."""
+    with `before` above and `after` below the scrolling part. Tables of numbers only can stay out
+    of the search index, which every page downloads."""
     scroll = h("div", {"class": "prof-scroll", "tabindex": 0, "role": "region",
                        "aria-label": f"{label}, scrolls sideways"}, table_html)
-    return h("div", {"class": "prof-table", "data-search-exclude": not searchable}, scroll, after)
+    return h("div", {"class": "prof-table", "data-search-exclude": not searchable}, before, scroll, after)

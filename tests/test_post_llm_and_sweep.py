@@ -153,7 +153,7 @@ def test_sweep_crossover_and_peak_are_read_from_the_trace(sweep_page):
 
 def test_sweep_plots_are_published_zoomable_images(built_site, sweep_page):
     _, elements, _ = sweep_page
-    links = [a for a in elements.find("a") if "glightbox" in a.get("class", "") and "/plots/" in "/" + a.get("href", "")]
+    links = [a for a in elements.find("a") if "svg-zoom" in a.get("class", "").split() and "/plots/" in "/" + a.get("href", "")]
     assert {a["href"].rsplit("/", 1)[-1] for a in links} == {"sweep_times.svg", "sweep_tflops.svg"}
     for link in links:
         svg = resolve(built_site, SWEEP, link["href"]).read_text()

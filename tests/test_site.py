@@ -84,8 +84,8 @@ def test_timelines_are_zoomable_images_that_exist(built_site, part1):
         assert svg.is_file(), image["src"]
         assert svg.read_text().lstrip().startswith(("<svg", "<?xml"))
         assert image.get("alt")
-    # glightbox wraps each picture in a link to the full-size image
-    assert len([a for a in elements.find("a", **{"class": "glightbox"}) if a.get("href", "").endswith(".svg")]) >= 6
+    # each picture sits in a link to its SVG file: the viewer opens it (the browser, without JavaScript)
+    assert len([a for a in elements.find("a", **{"class": "svg-zoom"}) if a.get("href", "").endswith(".svg")]) >= 6
 
 
 def test_download_links_serve_the_frozen_trace(built_site, part1):
@@ -150,6 +150,14 @@ def test_https_site_url_adds_shareable_perfetto_links(tmp_path, monkeypatch):
     for url in shares:
         assert url.startswith("https://example.org/profiling/traces/01_matmul_add/")
         assert (project / "site" / url.removeprefix("https://example.org/profiling/")).is_file()
+    # The notebooks a reader downloads (to run on Colab, say) fetch the snippets from the published
+    # site, never from the local default address.
+    from scripts import notebooks
+
+    for notebook in notebooks.NOTEBOOKS:
+        served = (project / "site" / notebook.download_url).read_text()
+        assert 'SITE_URL = \\"https://example.org/profiling/\\"' in served, notebook.name
+        assert "127.0.0.1" not in served and "SITE_URL = None" not in served, notebook.name
 
 
 def test_guide_prints_the_thresholds_the_code_uses(built_site):

@@ -44,3 +44,62 @@ def test_time_units():
     assert to_us("2.314ms") == pytest.approx(2314)
     assert to_us("23.104us") == pytest.approx(23.104)
     assert to_us("1.151s") == pytest.approx(1.151e6)
+
+
+def cells_of(html: str, row_pattern: str) -> list[str]:
+    import re
+
+    row = re.search(row_pattern, html, re.S).group(0)
+    return re.findall(r"<t[hd]\b([^>]*)>(.*?)</t[hd]>", row, re.S)
+
+
+def test_first_needed_columns_show_the_rest_are_one_switch_away():
+    import re
+
+    from scripts.table import first_columns
+
+    table = parse_table(TABLE)
+    assert first_columns(table) == ("Name", "Self CPU", "Self CUDA", "CUDA total", "# of Calls")
+    html = render_table(table)
+    head = cells_of(html, r"<thead>.*?</thead>")
+    hidden = [re.sub(r"<[^>]+>", "", text).rstrip(" ▼") for attrs, text in head if "prof-extra" in attrs]
+    assert hidden == [c for c in table.columns if c not in first_columns(table)]
+    assert 'class="prof-all"' in html and f"All {len(table.columns)} columns" in html
+
+
+def test_the_sort_column_always_shows():
+    from scripts.table import ProfilerTable, first_columns
+
+    table = ProfilerTable(columns=("Name", "Self CPU", "CPU total", "Self CUDA", "# of Calls"),
+                          rows=(("a", "1us", "9us", "0us", "1"), ("b", "2us", "3us", "1us", "1")), totals=())
+    assert table.sort_column == "CPU total"
+    assert "CPU total" in first_columns(table)
+    cpu_only = ProfilerTable(columns=("Name", "Self CPU %", "Self CPU", "CPU total", "CPU time avg", "# of Calls"),
+                             rows=(("a", "1%", "1us", "9us", "9us", "1"),), totals=())
+    assert first_columns(cpu_only) == ("Name", "Self CPU", "CPU total", "# of Calls")
+
+
+def test_each_total_stands_under_the_column_it_adds_up():
+    import re
+
+    table = parse_table(TABLE)
+    html = render_table(table)
+    for label, column in (("Self CPU time total", "Self CPU"), ("Self CUDA time total", "Self CUDA")):
+        cells = cells_of(html, rf"<tr><th[^>]*>{label}</th>.*?</tr>")
+        assert len(cells) == len(table.columns)
+        filled = [i for i, (_, text) in enumerate(cells) if text and i]
+        assert filled == [table.columns.index(column)]
+        assert cells[filled[0]][1] == table.total(label)
+        assert "prof-extra" not in cells[filled[0]][0]  # in the short view
+    assert "prof-totals" not in html  # no second copy of them below the table
+
+
+def test_long_names_are_shortened_with_the_profilers_name_kept():
+    from scripts.analysis import short_name
+
+    table = parse_table(TABLE)
+    html = render_table(table)
+    long = next(row[0] for row in table.rows if short_name(row[0]) != row[0])
+    assert "&lt;8, at..." in html  # the profiler's own name, for hover and the full view
+    assert f'<code class="prof-short">{short_name(long)}</code>' in html
+    assert html.count('class="prof-short"') == sum(short_name(r[0]) != r[0] for r in table.rows)

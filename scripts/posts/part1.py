@@ -231,3 +231,46 @@ def activities_per_step(run) -> list[str]:
 
 def has_op(run, name: str) -> bool:
     return any(e.name == name and e.kind == "cpu_op" for e in run.trace.events)
+
+
+# --- the exercises --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchWait:
+    """The kernel whose launch waited longest: from the end of its launch call to its start."""
+
+    kernel: str
+    launch: str
+    delay_us: float
+    busy_with: tuple[str, ...]  # the GPU activities that ran while it waited (none: the GPU idled)
+    step: str | None  # the recorded step it ran in, if any
+    after_steps: bool  # it started after the last recorded step had ended
+
+
+def longest_launch_wait(run) -> LaunchWait:
+    trace = run.trace
+    pairs = [(k, trace.launch_of(k)) for k in trace.kernels]
+    kernel, launch = max(((k, l) for k, l in pairs if l is not None), key=lambda p: p[0].ts - p[1].end)
+    during = [a.name for a in trace.gpu_activities
+              if a is not kernel and a.ts < kernel.ts and a.end > launch.end]
+    steps = [s.name for s in trace.steps if s.ts <= kernel.ts < s.end]
+    return LaunchWait(kernel.name, launch.name, max(kernel.ts - launch.end, 0.0), tuple(during),
+                      steps[0] if steps else None, bool(trace.steps) and kernel.ts >= trace.steps[-1].end)
+
+
+@dataclass(frozen=True)
+class BufferRequest:
+    """The profiler's Activity Buffer Request against the GPU's work in the step that holds it."""
+
+    step: str | None
+    first_step: str
+    dur_us: float
+    kernels_us: float  # the kernels of that step, summed
+
+
+def buffer_request(run) -> BufferRequest:
+    request = run.events("Activity Buffer Request")[0]
+    steps = [s for s in run.trace.steps if s.ts <= request.ts < s.end]
+    kernels = sum(k.dur for k in in_step(run.trace.kernels, steps[0])) if steps else 0.0
+    return BufferRequest(steps[0].name if steps else None, run.trace.steps[0].name, request.dur, kernels)
