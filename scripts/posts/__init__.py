@@ -57,23 +57,25 @@ def window_reading(run, window) -> WindowReading:
     return WindowReading(w.label, w.verdict.label, launched.busy_pct, launched.host_wait_pct, launched.queued_pct)
 
 
-def badge_text(run, window, what: str = "The picture") -> str:
+def badge_text(run, window, what: str | None = "The picture") -> str:
     """A sentence saying what the badge of the picture of `window` reads, worded from its verdict,
-    stated as a claim (the page must have a wording for the verdict the data gives)."""
+    stated as a claim (the page must have a wording for the verdict the data gives). `what`
+    names the picture ("The picture above draws ProfilerStep#4; its badge reads ..."); None
+    leaves the window unnamed, for a page that has just said which it is ("Its badge reads ...")."""
+    import re
+
     from scripts.claims import pct, worded_from
 
     r = window_reading(run, window)
-    drawn = f"`{r.window}`" if r.window.startswith("ProfilerStep#") else r.window
+    drawn = f"`{r.window}`" if re.fullmatch(r"ProfilerStep#\d+", r.window) else r.window
+    lead = f"{what} draws {drawn}; its badge reads" if what else "Its badge reads"
     shares = (f"the GPU was busy **{r.busy_pct:.1f}%** of the GPU time of the work launched in it and waited for "
               f"the host **{r.host_wait_pct:.1f}%**")
     return worded_from(r.label, {
-        "compute-bound": f"{what} draws {drawn}; its badge reads **compute-bound**: {shares}, so the GPU's own "
-                         "work set the pace.",
-        "overhead-bound": f"{what} draws {drawn}; its badge reads **overhead-bound**: {shares}, so the host "
-                          "set the pace.",
-        "mixed": f"{what} draws {drawn}; its badge reads **mixed**: {shares}: neither the host nor the GPU's "
-                 "work dominates.",
-    }, runs=[run.example.key], numbers={"verdict": r.label, "busy": pct(r.busy_pct),
+        "compute-bound": f"{lead} **compute-bound**: {shares}, so the GPU's own work set the pace.",
+        "overhead-bound": f"{lead} **overhead-bound**: {shares}, so the host set the pace.",
+        "mixed": f"{lead} **mixed**: {shares}: neither the host nor the GPU's work dominates.",
+    }, runs=[run.example.key], numbers={"window": r.window, "verdict": r.label, "busy": pct(r.busy_pct),
                                         "waiting for the host": pct(r.host_wait_pct)})
 
 
