@@ -218,7 +218,7 @@ def copy_window(run, number: int, margin: float = 0.03) -> Window:
         raise LookupError(f"{run.example.key}: ProfilerStep#{number} launched no memcpy")
     end = max(a.end for a in copies)
     end += margin * (end - step.start)
-    return Window(step.start, end, f"ProfilerStep#{number} and the GPU work it launched, up to its copy")
+    return Window(step.start, end, f"ProfilerStep#{number} to the end of its copy")
 
 
 def activities_within(run, window: Window, kind: str) -> list:
