@@ -155,7 +155,7 @@ def test_page_claims_all_hold_and_cover_the_findings(built_site):
     claims, _ = read_listing(built_site / "claims.json")
     ours = [c for c in claims if c.page.endswith("part-2-linear-mlp.md")]
     assert ours and all(c.holds for c in ours)
-    said = " ".join(c.statement for c in ours)
+    said = " ".join(c.statement for c in ours)  # each statement's start, without Markdown
     # the sentences the page used to print whatever the data said are claims now
     for finding in ("every recorded step launches the same activities", "small memsets in every variant",
                     "Ours against Inductor's", "keeps ahead of the GPU only in", "no separate kernel for the bias"):
