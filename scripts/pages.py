@@ -154,15 +154,22 @@ class Run:
     def table(self) -> Markup:
         return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
 
-    def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None) -> Markup:
+    def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None,
+                 window=None) -> Markup:
         """The annotated timeline as a zoomable picture (scripts.pages.zoomable_figure) of
-        ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`).
+        ProfilerStep#`step`, or of the first annotation named `block` (a sweep's `eager n=64`), or
+        of `window`: a (start, end) in us, or a scripts.trace.Window (its label is shown), for a
+        picture that must reach past a step's end (the GPU work a step launched, running later).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
         from scripts import render
 
-        svg = cache.cached_file("timeline", render.timeline_svg, self.trace_input, step, max_kb, block, suffix=".svg")
+        svg = cache.cached_file("timeline", render.timeline_svg, self.trace_input, step, max_kb, block, window,
+                                suffix=".svg")
         name = self.example.tag + (f"_step{step}" if step is not None else "")
         name += "_" + re.sub(r"[^A-Za-z0-9]+", "-", block).strip("-") if block else ""
+        if window is not None:
+            start, end = (window.start, window.end) if hasattr(window, "start") else window
+            name += f"_{start:.0f}-{end:.0f}us"
         return zoomable_figure(
             f"timelines/{self.example.snippet}/{name}.svg", svg,
             f"Annotated timeline of {self.example.key}: CPU threads above, GPU streams below",

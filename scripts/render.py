@@ -14,7 +14,7 @@ from dataclasses import replace
 from scripts.analysis import TraceFacts, facts, summary_text
 from scripts.blocks import ActivityCost, BatchFacts, Sweep, llm_steps, sweep, top_activities_per_step
 from scripts.samples import samples_of
-from scripts.trace import Trace, select_window
+from scripts.trace import Trace, Window, select_window
 
 
 def trace_facts(trace: Trace, window=None) -> TraceFacts:
@@ -29,11 +29,13 @@ def summary(trace: Trace, shown: str) -> str:
     return writable(summary_text(replace(facts(trace), source=shown)))
 
 
-def timeline_svg(trace: Trace, step: int | None, max_kb: int | None, block: str | None) -> str:
-    """The annotated timeline of ProfilerStep#`step`, or of the first annotation named `block`."""
+def timeline_svg(trace: Trace, step: int | None, max_kb: int | None, block: str | None, window=None) -> str:
+    """The annotated timeline of ProfilerStep#`step`, of the first annotation named `block`, or
+    of `window` (a (start, end) in us, or a Window, whose label is shown)."""
     from scripts.timeline import SIZE_BUDGET_BYTES, render_timeline
 
-    window = select_window(trace, step=step, annotation=block)
+    if not isinstance(window, Window):
+        window = select_window(trace, step=step, window=window, annotation=block)
     return render_timeline(trace, window=window, facts=facts(trace, window=window),
                            size_budget=max_kb * 1000 if max_kb else SIZE_BUDGET_BYTES)
 

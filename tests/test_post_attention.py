@@ -122,3 +122,156 @@ def test_blog_index_shows_only_the_excerpt(built_site):
     index = (built_site / "blog" / "index.html").read_text()
     assert "attention/" in index
     assert "Five ways to compute the same thing" not in index
+
+
+# --- held to its data -----------------------------------------------------------------------------
+
+SOURCE = ROOT / "docs/blog/posts/part-3-attention.md"
+NAIVE = "04_attention/naive_b8_h16_s1024_d64_bf16_warm"
+
+
+def test_page_claims_all_hold_and_cover_the_findings(built_site):
+    from scripts.claims import read_listing
+
+    claims, _ = read_listing(built_site / "claims.json")
+    ours = [c for c in claims if c.page.endswith("part-3-attention.md")]
+    assert ours and all(c.holds for c in ours)
+    said = " ".join(c.statement for c in ours)
+    # (the listing keeps each statement's start, without Markdown)
+    for finding in ("Memcpy DtoD", "The GPU time per call", "the gap", "It draws ProfilerStep#"):
+        assert finding in said, finding
+    outcomes = {c.outcome for c in ours}
+    # findings that could go either way are worded from the data, whichever way it went
+    for either in ({"ordered", "not ordered"}, {"every shorter", "not every shorter"},
+                   {"smaller", "larger", "the same"}):
+        assert outcomes & either, either
+    assert {"lower", "higher", "indistinguishable"} & outcomes
+    # every fused backend's verdict is its own claim, worded from the data
+    for backend in ("efficient", "flash", "cudnn"):
+        assert any(c.statement.startswith(f"{backend} ") and c.outcome for c in ours), backend
+
+
+def test_naive_picture_draws_the_hidden_copy(built_site, page):
+    """The naive attention timeline reaches past its step's host side to the copy the step launched."""
+    _, elements = page
+    naive = catalog.get(NAIVE)
+    src = next(a["src"] for a in elements.find("img")
+               if re.search(rf"timelines/04_attention/{naive.tag}_[^/]*us\.svg$", a.get("src", "")))
+    assert "Memcpy DtoD" in resolve(built_site, PAGE, src).read_text()
+
+
+def test_no_gpu_name_typed_in_the_prose():
+    fenced, offenders = False, []
+    for line in SOURCE.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced and re.search(r"\b[HB]200\b|\bH100\b", line) and "<!-- quoted -->" not in line:
+            offenders.append(line)
+    assert not offenders
+
+
+# --- the helpers (scripts/posts/part3.py) ---------------------------------------------------------
+
+from types import SimpleNamespace  # noqa: E402
+
+from scripts.claims import samples  # noqa: E402
+from scripts.pages import Run, example  # noqa: E402
+from scripts.posts import part3 as Q  # noqa: E402
+from scripts.trace import Window, build_trace  # noqa: E402
+from tests.timeline_traces import HOST_PID, STREAM, _Launcher, _metadata, _top_level  # noqa: E402
+
+
+class FakeRun:
+    events = Run.events
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.example = SimpleNamespace(key="synthetic/run")
+
+
+def attention_like_trace() -> FakeRun:
+    """Two recorded steps of one `attention` call each (a GEMM, a copy, a second GEMM), the GPU far
+    behind the host, and a kernel spilled in from before the recording (no launch in the trace)."""
+    emit = _Launcher(HOST_PID)
+    emit.events.append({"ph": "X", "cat": "kernel", "name": "nvjet_spilled", "pid": 0, "tid": STREAM, "ts": 5.0,
+                        "dur": 300.0, "args": {"device": 0, "stream": STREAM, "correlation": 1}})
+    for step, t in enumerate((0.0, 200.0)):
+        emit.op(f"ProfilerStep#{step + 2}", t, 190.0, cat="user_annotation")
+        emit.op("attention", t + 5, 180.0, cat="user_annotation")
+        gpu_at = 400.0 + 500.0 * step
+        emit.launch("aten::bmm", t + 10, gpu_at, 100.0, kernel="nvjet_sm90_a")
+        emit.launch("aten::copy_", t + 40, gpu_at + 100, 50.0, kernel="Memcpy DtoD (Device -> Device)",
+                    cat="gpu_memcpy", call="cudaMemcpyAsync")
+        emit.launch("aten::bmm", t + 70, gpu_at + 200, 100.0, kernel="nvjet_sm90_b")
+    return FakeRun(build_trace(_top_level(_metadata() + emit.events)))
+
+
+def test_calls_count_only_what_their_launches_started():
+    run = attention_like_trace()
+    cs = Q.calls(run)
+    assert len(cs) == 2 and [c.count("kernel") for c in cs] == [2, 2] and [c.count("memcpy") for c in cs] == [1, 1]
+    stats = Q.call_stats(run)
+    assert (stats.kernels, stats.memcpy, stats.memset, stats.n_calls) == ([2], [1], [0], 2)
+    assert "nvjet_spilled" not in {k.name for k in stats.kernels_run}  # no launch in the trace: not counted
+    assert Q.gpu_samples(run).values == (250.0, 250.0)  # the union of its three activities, not their span
+    assert Q.activity_samples(run, lambda a: a.kind == "memcpy").values == (50.0, 50.0)
+
+
+def test_copy_window_reaches_the_copy_its_step_launched():
+    run = attention_like_trace()
+    window = Q.copy_window(run, 3)
+    assert window.start == 200.0 and window.end > 1050.0  # the copy of the second call ends at 1050
+    assert [a.ts for a in Q.activities_within(run, window, "memcpy")] == [500.0, 1000.0]
+    with pytest.raises(LookupError):
+        Q.copy_window(FakeRun(build_trace(_top_level(_metadata() + _no_copy_events()))), 2)
+
+
+def _no_copy_events():
+    emit = _Launcher(HOST_PID)
+    emit.op("ProfilerStep#2", 0.0, 100.0, cat="user_annotation")
+    emit.op("attention", 5.0, 90.0, cat="user_annotation")
+    emit.launch("aten::bmm", 10.0, 20.0, 10.0)
+    return emit.events
+
+
+def test_earlier_work_counts_spilled_and_earlier_launches():
+    run = attention_like_trace()
+    # the second step's window [200, 390]: the spilled kernel runs to 305, nothing else
+    assert Q.earlier_work_pct(run, Q.step_window(run, 3)) == pytest.approx(100.0 * 105.0 / 190.0)
+    # from 400 to 700 the GPU runs the first call's work, launched before 400: busy but for 550 to 600
+    assert Q.earlier_work_pct(run, Window(400.0, 700.0, "w")) == pytest.approx(100.0 * 250.0 / 300.0)
+
+
+def test_frozen_naive_run_copy_window_contains_a_copy_of_its_step():
+    run = example(NAIVE)
+    window = Q.copy_window(run, 4)
+    step = Q.step_window(run, 4)
+    copies = Q.activities_within(run, window, "memcpy")
+    assert any(step.start <= run.trace.launch_of(a).ts < step.end for a in copies)
+    assert not any(a.ts >= step.start and a.end <= step.end and a.kind == "memcpy" for a in run.trace.gpu_activities)
+
+
+def test_ratio_bounds_and_fractions():
+    a, b = samples([4.0, 5.0, 6.0]), samples([1.0, 2.0])
+    assert Q.ratio_bounds(a, b) == (2.0, 6.0)
+    assert Q.fractions_of(a, 2.0).values == (2.0, 2.5, 3.0)
+
+
+def test_arch_of_reads_the_sm_tag():
+    assert Q.arch_of("sm80_xmma_gemm_f32f32") == "sm80"
+    assert Q.arch_of("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<"
+                     "cutlass::arch::Sm80>)") == "sm80"
+    assert Q.arch_of("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma") == "sm90"
+    assert Q.arch_of("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>") is None
+    assert Q.arch_of("asm900_kernel") is None
+
+
+def test_occupancy_from_the_register_limit():
+    # 255 registers round up to 256; 65536 / (256 * 128) = 2 blocks; 2 * 128 / 2048 = 12.5%, printed 13
+    flash = Q.KernelResources("flash", 128, 255, 49152, (16, 16, 8), 15.5, 13)
+    assert Q.blocks_by_registers(flash, 65536) == 2
+    assert Q.explained_by_registers(flash, 65536, 2048)
+    assert not Q.explained_by_registers(Q.KernelResources("x", 128, 255, 0, (1, 1, 1), 15.5, 25), 65536, 2048)
+    # the grid caps it: one block per SM in the grid gives 128 / 2048 = 6.25%, printed 6
+    assert Q.explained_by_registers(Q.KernelResources("y", 128, 64, 0, (132, 1, 1), 1.0, 6), 65536, 2048)
