@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from scripts import cache
+from scripts import cache, render
 from scripts.analysis import facts, short_name, steady_step
 from scripts.diff import Delta, TraceDiff, change_text, diff, kernel_lists, rows, value_text
 from scripts.markup import Markup, concat, h, join, table, td, th
@@ -89,20 +89,13 @@ def _kernel(name: str, total: Delta) -> Markup:
 
 def _timelines(before: Run, after: Run, windows: list[Window]) -> Markup:
     """Both runs' timelines of those windows, on the time scale of the longer one."""
-    from scripts.timeline import render_timeline, shared_span_us
+    from scripts.timeline import shared_span_us
 
     span = shared_span_us(*windows)
     figures = []
     for role, run, window in (("before", before, windows[0]), ("after", after, windows[1])):
-        # The window by its times: its label comes from the trace and may not even encode.
-        parts = [cache.file_digest(run.example.trace_path), repr((window.start, window.end, span)), role,
-                 cache.code_digest("timeline", "trace", "intervals", "analysis", "pages_diff")]
-
-        def render(run=run, window=window, role=role) -> str:
-            return render_timeline(run.trace, window=window, facts=facts(run.trace, window=window),
-                                   span_us=span, title=f"{role.capitalize()}: {run.example.key}")
-
-        svg = cache.cached_text("timeline", parts, render, suffix=".svg")
+        svg = cache.cached_file("timeline", render.diff_timeline_svg, run.trace_input, window, span,
+                                f"{role.capitalize()}: {run.example.key}", suffix=".svg")
         label = re.sub(r"[^A-Za-z0-9]+", "-", window.label).strip("-")
         name = f"{before.example.tag}_vs_{after.example.tag}_{label}_{role}.svg"
         figures.append(zoomable_figure(

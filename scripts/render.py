@@ -81,3 +81,10 @@ def tokens_svg(labels: tuple[str, ...], batches: tuple[list[BatchFacts], ...]) -
     from scripts.plots import tokens_per_second
 
     return tokens_per_second(dict(zip(labels, batches)))
+
+
+def diff_timeline_svg(trace: Trace, window: Window, span_us: float, title: str) -> str:
+    """One side of a before/after pair: the window drawn on the time scale both sides share."""
+    from scripts.timeline import render_timeline
+
+    return render_timeline(trace, window=window, facts=facts(trace, window=window), span_us=span_us, title=title)
