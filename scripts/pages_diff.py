@@ -27,11 +27,12 @@ STEADY = "steady"  # compare_runs(step="steady"): each run's steady-state step
 LISTED_KERNELS = 3  # per list (added, removed, changed) on a page
 
 
-def compare_runs(before: Run, after: Run, step: int | str | None = None) -> Markup:
+def compare_runs(before: Run, after: Run, step: int | str | None = None, pictures: bool = True) -> Markup:
     """A before/after table of the deltas that matter, the verdicts' reasons, the GPU activities
     added, removed and changed, and both timelines on one time scale. `step`: ProfilerStep#N in
     both runs, "steady" for each run's steady-state step, None for the whole traces (per-step
-    values then are means over their steps; the pictures show each run's steady step)."""
+    values then are means over their steps; the pictures show each run's steady step).
+    `pictures=False` leaves the timelines out, for a page that would otherwise weigh too much."""
     steps = [_step(run, step) for run in (before, after)]
     result = diff(*(facts(run.trace, step=n, top=None) for run, n in zip((before, after), steps)))
     windows = [select_window(run.trace, step=n if step is not None else steady_step(run.trace))
@@ -42,7 +43,7 @@ def compare_runs(before: Run, after: Run, step: int | str | None = None) -> Mark
                + f" — {after.caption()}")
     return h("div", {"class": "before-after"},
              comparison_html(result, caption, relative_url(FACTS_GUIDE)),
-             _timelines(before, after, windows))
+             _timelines(before, after, windows) if pictures else "")
 
 
 def _step(run: Run, step: int | str | None) -> int | None:
