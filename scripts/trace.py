@@ -9,32 +9,29 @@ differences between Kineto versions and vendors are settled here, once:
   `hip_*` names and CUDA's driver launches map to the same kinds);
 - a file that is not a trace raises `TraceError` with a one-line message.
 
-`load_trace` streams the file a chunk at a time instead of building the whole JSON document
-(a gzip file is decompressed a chunk ahead, in a thread), reads the events of Kineto's own layout
-in bulk with a regular expression, a column at a time (any other layout goes through `json`),
-keeps only the `args` that the analysis and the timeline read (`KEPT_ARGS`), and skips flow
-events: a 250k-event trace loads faster than `json.load` reads it, in a fraction of the memory.
-`load_trace(path, skip_kinds=...)` does not make Events of the kinds it is told to skip, only
-keeps their times (`Trace.skipped`): the facts need no more of the ops and the Python frames.
+`load_trace` reads the file with `scripts.parse` (a stream, in time linear in its size, from a
+path, stdin or a pipe), keeps only the `args` that the analysis and the timeline read
+(`KEPT_ARGS`), and no flow events: a 200k-event trace loads faster than `json.load` reads it, in
+a fraction of the memory. `load_trace(path, skip_kinds=...)` does not make Events of the kinds it
+is told to skip, only keeps their times (`Trace.skipped`): the facts need no more of the ops and
+the Python frames.
 """
 
 from __future__ import annotations
 
-import codecs
 import gc
 import json
-import queue
-import re
-import sys
-import threading
 import zlib
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, groupby, islice, repeat
-from operator import add, and_, attrgetter, eq, is_, not_, sub
+from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
+
+from scripts.parse import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, int_args,  # noqa: F401
+                           read_trace)
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
 KIND_BY_CATEGORY = {
@@ -71,10 +68,6 @@ KEPT_ARGS = ("correlation", "stream", "device", "bytes", "est. achieved occupanc
 _ARGLESS_KINDS = frozenset({"cpu_op", "python", "annotation", "overhead", "trace"})
 _NO_ARGS: dict = {}  # shared by every event without kept args; never mutated
 
-CHUNK_BYTES = 1 << 20  # text decompressed and decoded at a time
-_GZIP_READ_BYTES = 1 << 20  # compressed bytes read at a time
-_MARGIN = 1 << 20  # text buffered ahead of the parser before it looks for the last whole event
-
 
 @contextmanager
 def paused_gc():
@@ -87,10 +80,6 @@ def paused_gc():
     finally:
         if collecting:
             gc.enable()
-
-
-class TraceError(ValueError):
-    """A file that cannot be read as a trace; the message is one line, fit for a user."""
 
 
 @dataclass(slots=True)
@@ -283,7 +272,8 @@ def _number(value, default=0.0) -> float:
 
 
 class _Builder:
-    """Turns raw events into Events and Instants; shared by the streaming and the dict path.
+    """Turns raw events into Events and Instants: the sink of `scripts.parse.read_trace`, and
+    of `build_trace`'s decoded dicts.
 
     Times stay absolute until `finish`, which knows the earliest one. Events of `skip_kinds` are
     only counted, and their times kept for `finish`."""
@@ -291,9 +281,9 @@ class _Builder:
     def __init__(self, source: str, skip_kinds=frozenset()):
         self.source = source
         self.skip_kinds = frozenset(skip_kinds)
-        # The categories whose events the fast path's expression skips (Kineto's spellings).
-        self.skipped_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
-                                         if kind in self.skip_kinds))
+        # The categories whose events the reader need not make columns of (Kineto's spellings).
+        self.times_only_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
+                                            if kind in self.skip_kinds))
         self.skipped: dict[str, tuple[list, list]] = {}  # kind -> absolute starts, durations
         self.events: list[Event] = []
         self.instants: list[Instant] = []
@@ -302,8 +292,6 @@ class _Builder:
         self.raw_count = 0
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
-        self.texts: dict[str, str] = {}  # the fast path's raw text (escapes and all) -> string
-        self.ids: dict[str, int | float | str] = {}  # pid/tid as written -> value
         self.kinds: dict[str, str] = {}  # cat -> kind
 
     def add_raw(self, raw) -> None:
@@ -343,41 +331,28 @@ class _Builder:
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
 
-    def add_parts(self, parts: list[str], width: int, skip_groups: bool) -> None:
-        """Add the events of the fast path's `split`: the text before a match, then the match's
-        groups (`_Layout.x_event`), `width` items in all per match. Whole columns at a time.
-        Raises ValueError, having added nothing, on text that is not what it should be: json
-        reads that segment instead."""
-        def column(group: int) -> list[str]:
-            return parts[group::width]
+    def add_complete(self, cats: list[str], names: list[str], pids: list, tids: list,
+                     starts: list[float], durations: list[float], bodies: list) -> None:
+        """Complete events read as columns (see `scripts.parse.EventSink`: one string object per
+        name already), whole columns at a time."""
+        self.raw_count += len(names)
+        kinds = self._kinds(cats, names)
+        columns = [names, kinds, cats, starts, durations, pids, tids, _args_column(kinds, bodies)]
+        if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
+            keep = [kind not in self.skip_kinds for kind in kinds]
+            drop = list(map(not_, keep))
+            self._commit_skipped(_by_key(*(list(compress(columns[i], drop)) for i in (1, 3, 4))))
+            columns = [list(compress(column, keep)) for column in columns]
+        self.events.extend(map(Event, *columns))
 
-        skipped = []
-        keep = list(map(is_, column(1), repeat(None)))  # not a flow (a group left out is None)
-        base = 1
-        if skip_groups:
-            flags = column(2)
-            if any(flags):
-                kinds = list(map(KIND_BY_CATEGORY.__getitem__, compress(flags, flags)))
-                skipped += _by_key(kinds, _floats(compress(column(3), flags)),
-                                   _durations(list(compress(column(4), flags))))
-                keep = list(map(and_, keep, map(is_, flags, repeat(None))))
-            base = 4
-        events: list[Event] = []
-        if any(keep):
-            cats, names, pids, tids, starts, durs, bodies = (
-                list(compress(column(base + i), keep)) for i in range(1, 8))
-            names, cats = self._texts(names), self._texts(cats)
-            kinds = self._kinds(cats, names)
-            columns = [names, kinds, cats, _floats(starts), _durations(durs), self._ids(pids),
-                       self._ids(tids), _args_column(kinds, bodies)]
-            if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
-                keep = [kind not in self.skip_kinds for kind in kinds]
-                drop = list(map(not_, keep))
-                skipped += _by_key(*(list(compress(columns[i], drop)) for i in (1, 3, 4)))
-                columns = [list(compress(column, keep)) for column in columns]
-            events = list(map(Event, *columns))
-        self.events.extend(events)
-        self._commit_skipped(skipped)
+    def add_times(self, cats: list[str], starts: list[float], durations: list[float]) -> None:
+        """Complete events of `times_only_cats`, as columns."""
+        self.raw_count += len(cats)
+        self._commit_skipped(_by_key(list(map(KIND_BY_CATEGORY.__getitem__, cats)), starts,
+                                     durations))
+
+    def add_unread(self, count: int) -> None:
+        self.raw_count += count
 
     def _commit_skipped(self, parts: list[tuple[str, list[float], list[float]]]) -> None:
         for kind, starts, durations in parts:
@@ -386,18 +361,6 @@ class _Builder:
                 times = self.skipped[kind] = ([], [])
             times[0].extend(starts)
             times[1].extend(durations)
-
-    def _texts(self, column: tuple[str, ...]) -> list[str]:
-        """Names or categories as written (escapes undone), one string object per text."""
-        texts = self.texts
-        found = list(map(texts.get, column))
-        if not all(found):  # new texts (or empty ones)
-            strings = self.strings
-            for raw in set(column).difference(texts):
-                text = json.loads(f'"{raw}"') if "\\" in raw else raw
-                texts[raw] = strings.setdefault(text, text)
-            found = list(map(texts.__getitem__, column))
-        return found
 
     def _kinds(self, cats: list[str], names: list[str]) -> list[str]:
         kinds = self.kinds  # only categories that decide the kind alone
@@ -411,15 +374,6 @@ class _Builder:
         if by_name:
             return [kinds.get(cat) or _kind(cat, name) for cat, name in zip(cats, names)]
         return list(map(kinds.__getitem__, cats))
-
-    def _ids(self, column: tuple[str, ...]) -> list:
-        ids = self.ids
-        found = list(map(ids.get, column))
-        if None in found:
-            for text in set(column).difference(ids):
-                _id(text, ids)
-            found = list(map(ids.__getitem__, column))
-        return found
 
     def finish(self, metadata: dict) -> Trace:
         events = self.events
@@ -441,34 +395,6 @@ class _Builder:
                      origin_us=origin, source=self.source, skipped=skipped)
 
 
-def _id(text: str, ids: dict):
-    """A pid/tid as the trace wrote it: an int, or a string (Kineto's "Spans", "Traces")."""
-    value = ids.get(text)
-    if value is None:
-        stripped = text.strip()
-        if stripped.startswith('"'):
-            value = json.loads(stripped)
-        else:
-            value = int(stripped) if stripped.lstrip("-").isdigit() else float(stripped)
-        ids[text] = value
-    return value
-
-
-def _floats(column) -> list[float]:
-    return list(map(float, column))
-
-
-def _durations(column: list[str]) -> list[float]:
-    """Durations as floats, negative ones (and -0.0 and NaN) made 0. Those are written with a
-    minus sign or an 'n': only then are all of them clamped (so are 'inf' and '1e-05', to no
-    effect)."""
-    durations = list(map(float, column))
-    text = "".join(column)
-    if "-" in text or "n" in text or "N" in text:
-        durations = list(map(max, repeat(0.0), durations))
-    return durations
-
-
 def _by_key(keys: list, *columns: list) -> list[tuple]:
     """(key, the column values of the rows with that key...) for each key."""
     distinct = set(keys)
@@ -478,34 +404,16 @@ def _by_key(keys: list, *columns: list) -> list[tuple]:
             for key in sorted(distinct)]
 
 
-def _args_column(kinds: list[str], bodies: tuple[str, ...]) -> list[dict]:
-    """The kept args of each event, from the text of its args object (without braces; None
-    without args): one search through the bodies of the kinds that have kept args, joined by
-    `"\\0"`."""
+def _args_column(kinds: list[str], bodies: list) -> list[dict]:
+    """The kept args of each event, from the text of its args object (None without args), read
+    only for the kinds that have kept args."""
     column = [_NO_ARGS] * len(kinds)
     wanted = {kind for kind in set(kinds) if kind not in _ARGLESS_KINDS}
     if not wanted:
         return column
     where = list(compress(range(len(kinds)), map(wanted.__contains__, kinds)))
-    texts = list(map(bodies.__getitem__, where))
-    if None in texts:  # events without args
-        texts = [text or "" for text in texts]
-    text = '"\0"'.join(texts)
-    if "{" in text or text.count("\0") != len(where) - 1:  # an object, a NUL inside args
-        raise ValueError("args that json should read")
-    at = iter(where)
-    args = {}
-    keys = _KEPT_ARG_KEYS  # one string object per key, as dict literals have: faster lookups
-    for between, key, value in _KEPT_ARG.findall(text):
-        if between:  # the end of an event's args
-            i = next(at)
-            if args:
-                column[i] = args
-                args = {}
-        else:
-            args[keys[key]] = int(value)
-    if args:
-        column[next(at)] = args
+    for i, args in zip(where, int_args(list(map(bodies.__getitem__, where)), KEPT_ARGS, _NO_ARGS)):
+        column[i] = args
     return column
 
 
@@ -519,414 +427,20 @@ def _no_args_if_empty(args: dict) -> dict:
     return args or _NO_ARGS
 
 
-# --- the streaming reader -------------------------------------------------------------------
-#
-# The text is read in chunks. Each chunk is cut before its last event, and the complete events
-# before the cut (a "segment") are read in bulk: one `split` by a regular expression for
-# Kineto's complete events and flows, whose groups become columns (names, kinds, times, ...)
-# that are converted a column at a time; no "ph" key may be left in the text between matches.
-# A segment that the expression does not account for exactly is halved until the odd events are
-# isolated, and those small pieces are decoded with `json`, so any producer's layout is read,
-# only more slowly.
+# --- public entry points ---------------------------------------------------------------------
 
 
-class _Layout:
-    """One way of spelling events: Kineto writes `"ph": "X"`, re-serialized traces `"ph":"X"`."""
-
-    def __init__(self, colon: str, comma: str):
-        self.colon = colon  # ':' or ': '
-        self.comma = comma  # the expression between two keys
-        self.patterns: dict[tuple[str, ...], re.Pattern] = {}  # compiled when first needed
-
-    def ph(self, value: str) -> str:
-        """How `"ph": value` is spelled; value "" gives the prefix."""
-        return f'"ph"{self.colon}"{value}' + ('"' if value else "")
-
-    def x_event(self, skipped_cats: tuple[str, ...] = ()) -> re.Pattern:
-        """The expression of a complete event or a flow; groups: the flow's ph, then with
-        `skipped_cats` the cat, ts, dur of a skipped event, then cat, name, pid, tid, ts, dur,
-        args body of an event to keep (a group that took no part in a match is None)."""
-        pattern = self.patterns.get(skipped_cats)
-        if pattern is None:
-            pattern = self.patterns[skipped_cats] = _x_event_pattern(
-                self.colon, self.comma, skipped_cats)
-        return pattern
-
-
-def _x_event_pattern(colon: str, comma: str, skipped_cats: tuple[str, ...]) -> re.Pattern:
-    """A complete event in Kineto's key order, or the start of a flow event (`"ph"` first).
-    A string stops at the first quote: one with an escaped quote does not match (json reads it),
-    other escapes are undone after. Args end at the first '}' (an object inside them is refused
-    when they are read, see `_args_column`). Possessive quantifiers keep the engine from
-    backtracking; classes of one character scan fast (and `[^}]*` faster than `[^}]*+`)."""
-    def key(name):
-        return f'{comma}"{name}"{colon}'
-
-    def fields(group: str) -> str:  # pid, tid, ts, dur, args, captured by `group`
-        g = group.format
-        return (rf'{key("pid")}{g("[^,]*+")}{key("tid")}{g("[^,]*+")}{key("ts")}([^,]*+)'
-                rf'{key("dur")}([^,}}]*+)(?:{key("args")}\{{{g("[^}]*")}\}}\s*+)?\}}')
-
-    event = rf'"([^"]*+)"{key("name")}"([^"]*+)"' + fields("({})")
-    if skipped_cats:
-        cats = "|".join(map(re.escape, skipped_cats))
-        event = rf'(?:"({cats})"{key("name")}"[^"]*+"' + fields("{}") + f"|{event})"
-    return re.compile(rf'\{{\s*+"ph"{colon}"(?:([fs])"|X"{key("cat")}{event})')
-
-
-_LAYOUTS = (_Layout(":", ","), _Layout(": ", r",\s*+"))
-_OTHER_PH = re.compile(r'"ph"\s*:\s*"([^Xsf"][^"]*)"')  # events read one by one with json
-# A kept integer arg, or the `"\0"` between two events' args (a quote first: the search skips
-# to quotes fast).
-_KEPT_ARG = re.compile(r'"(?:(\0)"|(' + "|".join(map(re.escape, KEPT_ARGS))
-                       + r')"\s*:\s*(-?\d+)(?=[,}\s"]|\Z))')
-_KEPT_ARG_KEYS = {sys.intern(key): sys.intern(key) for key in KEPT_ARGS}
-_SPACE = re.compile(r"\s*")
-_SMALLEST_SEGMENT = 1 << 15  # below this, a segment that the fast path misreads goes to json
-
-
-def _event_start_before(buf: str, start: int, end: int) -> int:
-    """The position of the last event that begins in buf[start:end] with its "ph" key (the '{'
-    of `{"ph"`), or -1. A quote inside a JSON string is escaped, so `"ph"` is always a key."""
-    found = buf.rfind('"ph"', start, end)
-    while found > start:
-        before = found - 1
-        while before > start and buf[before] in " \t\r\n":
-            before -= 1
-        if buf[before] == "{":
-            return before
-        found = buf.rfind('"ph"', start, found)
-    return -1
-
-
-def _read_segment(buf: str, start: int, end: int, builder: _Builder) -> None:
-    """Read the complete events in buf[start:end]: in bulk where possible, else by halves."""
-    if _read_segment_fast(buf, start, end, builder):
-        return
-    middle = _event_start_before(buf, start, (start + end) // 2)
-    if end - start <= _SMALLEST_SEGMENT or middle <= start:
-        _read_segment_json(buf, start, end, builder)
-        return
-    _read_segment(buf, start, middle, builder)
-    _read_segment(buf, middle, end, builder)
-
-
-def _read_segment_fast(buf: str, start: int, end: int, builder: _Builder) -> bool:
-    """Read the segment with its layout's expression; False (and nothing added) if the
-    expression does not account for every event in it."""
-    first = buf.find('"ph"', start, end)
-    layout = next((lay for lay in _LAYOUTS if buf.startswith(lay.ph(""), first, end)), None)
-    if first < 0 or layout is None:
-        return False
-    pattern = layout.x_event(builder.skipped_cats)
-    parts = pattern.split(buf[start:end])
-    width = pattern.groups + 1
-    matched = len(parts) // width
-    # Every event starts with a "ph" key, and `"ph"` is never inside a string (its quotes would be
-    # escaped). So the events that the expression did not read are those whose "ph" is in the
-    # text between matches: json reads them here if they are neither complete nor flows.
-    others = []
-    if '"ph"' in "".join(parts[::width]):
-        others = _decode_others(buf, start, end)
-        if others is None or len(others) != buf.count('"ph"', start, end) - matched:
-            return False
+def read_json(path: Path) -> dict:
+    """Read `.json` or `.json.gz` (by content, not by name) into a dict, or raise TraceError:
+    the plain `json` reading that `load_trace` agrees with (the tests' reference)."""
     try:
-        builder.add_parts(parts, width, bool(builder.skipped_cats))
-    except ValueError:  # a number that is not one: let json say what is wrong
-        return False
-    builder.raw_count += matched
-    for raw in others:
-        builder.add_raw(raw)
-    return True
-
-
-def _decode_others(buf: str, start: int, end: int) -> list[dict] | None:
-    """The events of the segment that are neither complete events nor flows (metadata,
-    instants, counters), decoded with json; None if one cannot be located."""
-    decoded = []
-    for match in _OTHER_PH.finditer(buf, start, end):
-        brace = buf.rfind("{", start, match.start())
-        try:
-            raw, _ = _DECODER.raw_decode(buf, brace) if brace >= 0 else (None, 0)
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(raw, dict) or raw.get("ph") != match.group(1):
-            return None
-        decoded.append(raw)
-    return decoded
-
-
-def _read_segment_json(buf: str, start: int, end: int, builder: _Builder) -> None:
-    pos = start
-    while True:
-        pos = _SPACE.match(buf, pos).end()
-        if pos < end and buf[pos] == ",":
-            pos += 1
-            continue
-        if pos >= end:
-            return
-        try:
-            raw, pos = _DECODER.raw_decode(buf, pos)
-        except json.JSONDecodeError as err:
-            raise TraceError(f"{builder.source}: not a readable trace (invalid JSON in "
-                             f"traceEvents: {err.msg})") from None
-        builder.add_raw(raw)
-
-
-@contextmanager
-def _readable(path: Path):
-    """A file that cannot be opened or read, as a one-line TraceError."""
-    try:
-        yield
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise TraceError(f"{path}: is a directory, not a trace file") from None
     except OSError as err:
         raise TraceError(f"{path}: cannot read ({err.strerror})") from None
-
-
-def _open_bytes(path: Path):
-    """A binary stream of the file's JSON text (gunzipped when the content is gzip)."""
-    with _readable(path):
-        handle = path.open("rb")
-    if handle.read(2) == b"\x1f\x8b":
-        handle.seek(0)
-        return handle, _Gunzip(handle)
-    handle.seek(0)
-    return handle, handle
-
-
-class _Gunzip:
-    """The decompressed content of a gzip file, read as `GzipFile` would (several members,
-    zero padding after them), decompressed ahead in a thread: zlib lets go of the interpreter
-    while it works, so that the parser runs meanwhile. The thread needs the interpreter back
-    several times per call (zlib fills its output in blocks), and waits for it while the parser
-    is in a long call: so it decompresses several chunks per call, and hands them over through
-    C-level queues (a chunk queue, and a queue of tokens that bounds how far ahead it runs).
-    `read` returns the next chunk (a memoryview), b"" at the end, and raises what went wrong
-    (EOFError, OSError, zlib.error)."""
-
-    AHEAD = 8  # chunks decompressed at a time, and at most waiting to be read
-
-    def __init__(self, handle):
-        self.handle = handle
-        self.chunks: queue.SimpleQueue = queue.SimpleQueue()  # (chunk or error, file position)
-        self.tokens: queue.SimpleQueue = queue.SimpleQueue()  # one per chunk it may decompress
-        for _ in range(self.AHEAD):
-            self.tokens.put(True)
-        self.position = 0  # compressed bytes behind the chunks read so far
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def read(self, size: int = -1) -> bytes | memoryview:
-        chunk, self.position = self.chunks.get()
-        self.tokens.put(True)
-        if isinstance(chunk, BaseException):
-            raise chunk
-        return chunk
-
-    def tell(self) -> int:
-        return self.position
-
-    def close(self) -> None:
-        self.tokens.put(False)  # stop at the next chunk
-        self.thread.join()
-
-    def _run(self) -> None:
-        put, take, tell = self.chunks.put, self.tokens.get, self.handle.tell
-        try:
-            for chunk in self._decompressed():
-                if not take():
-                    return
-                put((chunk, tell()))
-            item = b""
-        except (EOFError, OSError, zlib.error) as err:
-            item = err
-        if take():
-            put((item, tell()))
-
-    def _decompressed(self):
-        read = self.handle.read
-        data = b""
-        calls = 0  # the first chunks one by one (the parser waits for them), then more
-        while True:  # one gzip member
-            member = zlib.decompressobj(wbits=31)
-            while not member.eof:
-                if not data:
-                    data = read(_GZIP_READ_BYTES)
-                    if not data:
-                        raise EOFError("compressed file ended before the end of a member")
-                size = CHUNK_BYTES
-                text = memoryview(member.decompress(data, size * min(self.AHEAD, 1 << calls // 2)))
-                calls += 1
-                data = member.unconsumed_tail
-                for start in range(0, len(text), size):
-                    yield text[start:start + size]
-            data = member.unused_data
-            while not data.lstrip(b"\0"):  # zero padding, then the end or another member
-                more = read(_GZIP_READ_BYTES)
-                if not more:
-                    return
-                data = more
-            data = data.lstrip(b"\0")
-            if len(data) < 2:
-                data += read(_GZIP_READ_BYTES)
-            if not data.startswith(b"\x1f\x8b"):
-                raise OSError("not a gzipped file after a member")
-
-
-class _Stream:
-    """The parser's view of the file: a text buffer that is refilled from the file on demand."""
-
-    def __init__(self, path: Path, progress: Callable[[int, int], None] | None):
-        self.path = path
-        self.raw, self.data = _open_bytes(path)
-        self.size = path.stat().st_size
-        self.progress = progress
-        self.decoder = codecs.getincrementaldecoder("utf-8")()
-        self.buf = ""
-        self.pos = 0
-        self.eof = False
-
-    def close(self):
-        self.data.close()
-        self.raw.close()
-
-    def fail(self, what: str) -> TraceError:
-        return TraceError(f"{self.path}: {what}")
-
-    def refill(self) -> None:
-        """Append the next chunk of text (dropping what the parser has consumed)."""
-        if self.eof:
-            return
-        try:
-            chunk = self.data.read(CHUNK_BYTES)
-        except (EOFError, OSError, zlib.error):
-            raise self.fail("gzip data is truncated or corrupt") from None
-        try:
-            text = self.decoder.decode(chunk, final=not chunk)
-        except UnicodeDecodeError:
-            raise self.fail("not a trace (binary data, not JSON)") from None
-        self.eof = not chunk
-        self.buf = self.buf[self.pos:] + text
-        self.pos = 0
-        if self.progress is not None:
-            self.progress(self.data.tell(), self.size)
-
-    def ensure(self, margin: int = _MARGIN) -> None:
-        while not self.eof and len(self.buf) - self.pos < margin:
-            self.refill()
-
-    def skip_space(self) -> str:
-        """Skip whitespace and return the next character ('' at the end of the file)."""
-        while True:
-            self.pos = _SPACE.match(self.buf, self.pos).end()
-            if self.pos < len(self.buf) or self.eof:
-                return self.buf[self.pos: self.pos + 1]
-            self.refill()
-
-    def expect(self, char: str, where: str) -> None:
-        found = self.skip_space()
-        if found != char:
-            raise self.fail(self.unexpected(found, where))
-        self.pos += 1
-
-    def unexpected(self, found: str, where: str) -> str:
-        if not found:
-            return f"truncated ({where})"
-        return f"not a readable trace (unexpected {found!r} {where})"
-
-    def value(self, where: str):
-        """Decode one JSON value at the current position, reading more text as needed."""
-        self.skip_space()
-        while True:
-            try:
-                value, end = _DECODER.raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError as err:
-                near_end = err.pos >= len(self.buf) - _MARGIN // 2
-                if self.eof or not near_end:
-                    what = "truncated" if self.eof and near_end else "invalid JSON"
-                    raise self.fail(f"not a readable trace ({what} {where}: {err.msg})") from None
-                self.ensure(len(self.buf) - self.pos + _MARGIN)
-                continue
-            self.pos = end
-            return value
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _parse_document(stream: _Stream, builder: _Builder) -> dict:
-    """Walk the top-level object, streaming traceEvents; returns the other top-level keys."""
-    stream.ensure()
-    first = stream.skip_space()
-    if first == "\ufeff":  # a byte-order mark
-        stream.pos += 1
-        first = stream.skip_space()
-    if first == "[":  # the JSON Array Format of the trace-event spec
-        stream.pos += 1
-        _parse_events(stream, builder)
-        return {}
-    if first != "{":
-        raise stream.fail("not a trace (empty file)" if not first else "not a trace (not JSON)")
-    stream.pos += 1
-    metadata: dict = {}
-    has_events = False
-    while True:
-        found = stream.skip_space()
-        if found == "}":
-            break
-        if found != '"':
-            raise stream.fail(stream.unexpected(found, "in the top-level object"))
-        key = stream.value("in the top-level object")
-        stream.expect(":", f"after key {key!r}")
-        if key == "traceEvents" and stream.skip_space() == "[":
-            stream.pos += 1
-            _parse_events(stream, builder)
-            has_events = True
-        else:
-            metadata[key] = stream.value(f"in {key!r}")
-        found = stream.skip_space()
-        if found == ",":
-            stream.pos += 1
-        elif found != "}":
-            raise stream.fail(stream.unexpected(found, "in the top-level object"))
-    if not has_events:
-        raise stream.fail("JSON, but not a chrome trace (no traceEvents list)")
-    return metadata
-
-
-def _parse_events(stream: _Stream, builder: _Builder) -> None:
-    """The traceEvents array, from after its '[' to after its ']'."""
-    while True:
-        stream.ensure()
-        cut = _event_start_before(stream.buf, stream.pos, len(stream.buf))
-        if cut > stream.pos:  # all events before the last one that starts in the buffer
-            _read_segment(stream.buf, stream.pos, cut, builder)
-            stream.pos = cut
-            if not stream.eof:
-                continue
-        # The last event (or one larger than the buffer), and the end of the array.
-        found = stream.skip_space()
-        if found == "]":
-            stream.pos += 1
-            return
-        if found == ",":
-            stream.pos += 1
-            continue
-        if not found:
-            raise stream.fail("truncated (ends inside traceEvents)")
-        builder.add_raw(stream.value("in traceEvents"))
-
-
-# --- public entry points ---------------------------------------------------------------------
-
-
-def read_json(path: Path) -> dict:
-    """Read `.json` or `.json.gz` (by content, not by name) into a dict, or raise TraceError."""
-    with _readable(path):
-        raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         import gzip  # only here: load_trace decompresses with zlib itself
 
@@ -956,21 +470,19 @@ def build_trace(data: dict, source: str = "", skip_kinds=frozenset()) -> Trace:
     return builder.finish({k: v for k, v in data.items() if k != "traceEvents"})
 
 
-def load_trace(path: str | Path, progress: Callable[[int, int], None] | None = None,
-               skip_kinds=frozenset()) -> Trace:
-    """Read a `.json` or `.json.gz` trace (gzip is told by content). `progress(done, total)` is
-    called with file bytes read after each chunk. Complete events of `skip_kinds` (e.g.
+def load_trace(source, progress: Callable[[int, int], None] | None = None,
+               skip_kinds=frozenset(), max_bytes: int | None = None) -> Trace:
+    """Read a `.json` or `.json.gz` trace (gzip is told by content) from a path, "-" (stdin) or
+    a binary file object. `progress(done, total)` is called with the source's bytes read and
+    its size (0 when unknown) after each chunk. Complete events of `skip_kinds` (e.g.
     {"python"}: the stack frames of `with_stack=True`, most of such a trace) are not made into
     Events, which is faster; `Trace.skipped` counts them, and they still count in
-    `Trace.event_count`, `end_us` and `origin_us`."""
-    path = Path(path)
-    stream = _Stream(path, progress)
-    builder = _Builder(str(path), skip_kinds)
+    `Trace.event_count`, `end_us` and `origin_us`. A trace larger than `max_bytes` once
+    decompressed is refused (default: $PROFILING_MAX_TRACE_BYTES, else 4 GiB)."""
+    builder = _Builder("", skip_kinds)
     with paused_gc():
-        try:
-            return builder.finish(_parse_document(stream, builder))
-        finally:
-            stream.close()
+        metadata = read_trace(source, builder, progress=progress, max_bytes=max_bytes)
+        return builder.finish(metadata)
 
 
 @dataclass(frozen=True)
