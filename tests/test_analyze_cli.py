@@ -440,7 +440,6 @@ def test_stdin_is_named_in_errors(tmp_path):
     assert one_line_error(done).startswith("error: <stdin>: ")
 
 
-@pytest.mark.xfail(strict=False, reason="needs parser branch")
 @pytest.mark.parametrize("compress", [False, True])
 def test_a_trace_from_stdin(compress, handmade_trace, tmp_path):
     data = handmade_trace.read_bytes()
