@@ -232,8 +232,10 @@ def on_post_build(config):
 PAGE = '''# Injected
 
 ```python exec="true" html="true" session="injected"
+import sys
 from pathlib import Path
 
+sys.path.insert(0, {repo!r})  # the repository's tests package, whatever the build's working directory
 from scripts import cache, catalog, pages, pages_sweeps
 from tests.injected_trace import PAYLOAD, local_example
 
@@ -273,7 +275,7 @@ def test_a_strict_build_from_the_injected_trace_publishes_no_injected_markup(tmp
     (project / "docs").mkdir(parents=True)
     (project / "mkdocs.yml").write_text(CONFIG)
     (project / "hooks.py").write_text(HOOKS)
-    (project / "docs" / "index.md").write_text(PAGE.format(root=str(tmp_path)))
+    (project / "docs" / "index.md").write_text(PAGE.format(root=str(tmp_path), repo=str(ROOT)))
     done = mkdocs_build(project)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     html = (project / "site" / "index.html").read_text(encoding="utf-8")
