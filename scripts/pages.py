@@ -321,6 +321,12 @@ def example(key: str) -> Run:
     return _runs[(key, version)]
 
 
+def load_facts_json(run: Run, window=None) -> dict:
+    """The facts engine's output for a run as JSON-ready dicts (Run.trace_facts is the typed form,
+    which the page helpers read; this stays for the blocks that still index the dict)."""
+    return run.trace_facts(window).to_dict()
+
+
 def _ledger():
     from scripts.claims import LEDGER
 

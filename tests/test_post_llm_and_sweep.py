@@ -422,6 +422,8 @@ def test_bounds_of_a_difference_decide_only_when_they_separate():
     assert P.against(extra, P.Bounds(1, 6)) == "more"
     assert P.against(extra, P.Bounds(12, 20)) == "less"
     assert P.against(extra, P.Bounds(5, 8)) == "indistinguishable"
+    assert P.Bounds(-9, 4).most_change == 9
+    assert P.most_share(claims.samples([1, 2, 3]), claims.samples([10, 20, 30])) == 30  # 3 of 10, at most
 
 
 def test_the_model_has_llama3_8b_width_and_a_changed_one_is_named():

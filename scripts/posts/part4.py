@@ -152,6 +152,10 @@ class AttentionCalls:
     others_us: Spread  # every other call
     first_is_longest: tuple[bool, ...]  # per step: its first call is its longest
 
+    @property
+    def all_us(self) -> tuple[float, ...]:
+        return self.first_us.values + self.others_us.values
+
 
 def attention_calls(run, name: str, *, skip_first: bool) -> AttentionCalls:
     chosen = run.trace.steps[1 if skip_first else 0:]
@@ -319,8 +323,18 @@ class Bounds:
     def difference(cls, a: Spread, b: Spread) -> Bounds:
         return cls(a.low - b.high, a.high - b.low)
 
+    @property
+    def most_change(self) -> float:
+        """The largest the difference can be, either way."""
+        return max(abs(self.low), abs(self.high))
+
     def text(self) -> str:
         return f"{format_us(self.low)} to {format_us(self.high)}"
+
+
+def most_share(part: Spread, whole: Spread) -> float:
+    """The largest share (in %) that `part` can be of `whole`, given their spreads."""
+    return 100.0 * part.high / whole.low
 
 
 def against(a: Bounds, b: Bounds) -> str:

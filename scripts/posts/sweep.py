@@ -106,3 +106,32 @@ def doublings(run, data, mode: str, up_to: int) -> list[Doubling]:
                                compare(spread(run, mode, p.size, "pace_us"), spread(run, mode, q.size, "pace_us"),
                                        what=f"pace per step, {mode}", names=(f"n={p.size}", f"n={q.size}"))))
     return result
+
+
+def growth(run, mode: str, smaller: int, larger: int, field: str = "gpu_us") -> float:
+    """How many times a per-step quantity's median grew from one size to another."""
+    return spread(run, mode, larger, field).median / spread(run, mode, smaller, field).median
+
+
+def largest_relative_difference(comparisons: list[Comparison]) -> float:
+    """Of some comparisons, the largest |a / b - 1| of their medians."""
+    return max(abs(c.a.median / c.b.median - 1) for c in comparisons)
+
+
+@dataclass(frozen=True)
+class GraphSavings:
+    """The CUDA graph against eager at each size both ran: GPU time per step, host time saved."""
+
+    gpu: dict[int, Comparison]  # graph against eager, GPU time per step
+    host_saved_us: dict[int, float]  # eager's median host time per step minus the graph's
+    gpu_moved_us: dict[int, float]  # |graph - eager| of the medians of GPU time per step
+
+    @property
+    def separated(self) -> list[int]:
+        return [n for n, c in self.gpu.items() if c.decided]
+
+
+def graph_savings(run, sizes: list[int]) -> GraphSavings:
+    gpu = {n: modes_against(run, "graph", "eager", n, "gpu_us") for n in sizes}
+    host = {n: spread(run, "eager", n, "host_us").median - spread(run, "graph", n, "host_us").median for n in sizes}
+    return GraphSavings(gpu, host, {n: abs(c.a.median - c.b.median) for n, c in gpu.items()})
