@@ -9,12 +9,12 @@ functions from a loaded Trace to dataclasses; the pages and plots read these, ne
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass
 
 # GAP_MIN_US: idle stretches shorter than this are not gaps (one definition, in analysis)
 from scripts.analysis import GAP_MIN_US, WindowFacts, facts_of_windows
-from scripts.intervals import gaps
+from scripts.intervals import gaps, total
 from scripts.trace import Trace, TraceError, Window
 
 SWEEP_BLOCK = re.compile(r"^(eager|compile|graph) n=(\d+)$")
@@ -31,13 +31,34 @@ def _annotations(trace: Trace, pattern: re.Pattern) -> list:
     return [e for e in trace.by_kind.get("annotation", []) if pattern.match(e.name)]
 
 
-def _idle_stretches(trace: Trace, window: Window) -> list[float]:
-    """Lengths of the stretches of the window in which no GPU activity ran, edges included."""
+def idle_intervals(trace: Trace, window: Window) -> list[tuple[float, float]]:
+    """The stretches (start, end) of the window in which no GPU activity ran, edges included:
+    the GPU idle gaps a timeline of the window shades."""
     activities = trace.gpu_activities  # in time order
     starts = [e.ts for e in activities]
     first = bisect_left(starts, window.start - 1e6)  # an activity may begin before the window
     busy = [(e.ts, e.end) for e in activities[first:bisect_left(starts, window.end)]]
-    return [end - start for start, end in gaps(busy, window.start, window.end)]
+    return gaps(busy, window.start, window.end)
+
+
+def _idle_stretches(trace: Trace, window: Window) -> list[float]:
+    """Lengths of the stretches of the window in which no GPU activity ran, edges included."""
+    return [end - start for start, end in idle_intervals(trace, window)]
+
+
+def launched_in(trace: Trace, windows: list[Window]) -> list[list]:
+    """For each of some disjoint windows in time order, the GPU activities launched in it: by
+    their launch call's start (one without a launch in the trace: by its own start), as
+    scripts.analysis and scripts.samples attribute them."""
+    starts = [w.start for w in windows]
+    found: list[list] = [[] for _ in windows]
+    for activity in trace.gpu_activities:
+        launch = trace.launch_of(activity)
+        at = launch.ts if launch is not None else activity.ts
+        i = bisect_right(starts, at) - 1
+        if 0 <= i < len(windows) and at < windows[i].end:
+            found[i].append(activity)
+    return found
 
 
 # --- the matmul + add sweep ----------------------------------------------------------------------
@@ -143,6 +164,37 @@ def sweep(trace: Trace) -> Sweep:
     return Sweep(peak_size, peak_tflops, products, tuple(points))
 
 
+@dataclass(frozen=True)
+class SweepStep:
+    """One `step` annotation of a sweep block: the samples behind a SweepPoint's per-step means,
+    for the comparisons that need their spread."""
+
+    start_us: float
+    host_us: float  # the annotation's span: the host's cost of the step
+    gpu_us: float  # busy time (union) of the GPU work launched in the step
+    kernels: int  # kernels launched in the step
+    launches: int  # launch calls in the step that started GPU work (a graph replay is one)
+
+
+def sweep_steps(trace: Trace) -> dict[str, tuple[SweepStep, ...]]:
+    """The steps of every `{mode} n={size}` block, by block name, in time order."""
+    blocks = _annotations(trace, SWEEP_BLOCK)
+    if not blocks:
+        raise TraceError(f"{trace.source or 'trace'}: not a sweep (no `{{mode}} n={{size}}` annotations)")
+    steps = sorted(_annotations(trace, re.compile(r"^step$")), key=lambda e: e.ts)
+    work = launched_in(trace, [Window(e.ts, e.end, "step") for e in steps])
+    starts = [e.ts for e in steps]
+    result = {}
+    for block in blocks:
+        lo, hi = bisect_left(starts, block.ts), bisect_left(starts, block.end)
+        result[block.name] = tuple(
+            SweepStep(step.ts, step.dur, total((a.ts, a.end) for a in launched),
+                      sum(a.kind == "kernel" for a in launched),
+                      len({id(launch) for launch in map(trace.launch_of, launched) if launch is not None}))
+            for step, launched in zip(steps[lo:hi], work[lo:hi]))
+    return result
+
+
 # --- LLM steps -----------------------------------------------------------------------------------
 
 
@@ -170,25 +222,54 @@ class BatchFacts:
         return self.tokens_per_step / (self.ms_per_step / 1e3)
 
 
-def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
-    """One BatchFacts per batch size in the trace, in the order they ran. `prompt_tokens` is
-    the prompt length for a prefill trace (tokens per sequence per step); decode steps make one."""
+@dataclass(frozen=True)
+class LLMStep:
+    """One `decode b=N` / `prefill b=N` step: the samples that a BatchFacts averages, for the
+    comparisons that need their spread."""
+
+    dur_us: float  # the annotation's span
+    busy_us: float  # GPU busy time inside the span (time-window view)
+    idle_us: float  # time in the span with nothing on the GPU
+    gaps: int  # idle stretches of GAP_MIN_US or more
+    longest_gap_us: float
+    launches: int
+    kernels: int
+    verdict: str
+
+
+def llm_step_samples(trace: Trace) -> dict[str, list[LLMStep]]:
+    """The steps of each `decode b=N` / `prefill b=N` label, labels in the order they ran."""
     steps = _annotations(trace, LLM_STEP)
     if not steps:
         raise TraceError(f"{trace.source or 'trace'}: no `decode b=N` or `prefill b=N` annotations")
     windows = [Window(e.ts, e.end, e.name) for e in steps]
-    grouped: dict[str, list[tuple[WindowFacts, list[float]]]] = {}
+    grouped: dict[str, list[LLMStep]] = {}
     for window, facts in zip(windows, facts_of_windows(trace, windows)):
-        grouped.setdefault(window.label, []).append((facts, _idle_stretches(trace, window)))
+        idle = _idle_stretches(trace, window)
+        grouped.setdefault(window.label, []).append(LLMStep(
+            dur_us=facts.dur_us,
+            busy_us=facts.window_busy_us,
+            idle_us=sum(idle),
+            gaps=sum(1 for length in idle if length >= GAP_MIN_US),
+            longest_gap_us=max(idle, default=0.0),
+            launches=facts.launches.launches,
+            kernels=facts.activities_by_kind.get("kernel", 0),
+            verdict=facts.verdict.label,
+        ))
+    return grouped
+
+
+def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
+    """One BatchFacts per batch size in the trace, in the order they ran. `prompt_tokens` is
+    the prompt length for a prefill trace (tokens per sequence per step); decode steps make one."""
     result = []
-    for name, measured in grouped.items():
+    for name, measured in llm_step_samples(trace).items():
         phase, batch = LLM_STEP.match(name).groups()
         batch = int(batch)
         count = len(measured)
-        span = sum(f.dur_us for f, _ in measured)
-        busy = sum(f.window_busy_us for f, _ in measured)
-        stretches = [length for _, idle in measured for length in idle]
-        verdicts = [f.verdict.label for f, _ in measured]
+        span = sum(s.dur_us for s in measured)
+        busy = sum(s.busy_us for s in measured)
+        verdicts = [s.verdict for s in measured]
         result.append(BatchFacts(
             phase=phase,
             batch=batch,
@@ -196,11 +277,11 @@ def llm_steps(trace: Trace, prompt_tokens: int = 1) -> list[BatchFacts]:
             ms_per_step=span / count / 1e3,
             gpu_busy_pct=100.0 * busy / span,
             gpu_ms_per_step=busy / count / 1e3,
-            idle_ms_per_step=sum(stretches) / count / 1e3,
-            gaps_per_step=sum(1 for length in stretches if length >= GAP_MIN_US) / count,
-            longest_gap_ms=max(stretches, default=0.0) / 1e3,
-            launches_per_step=sum(f.launches.launches for f, _ in measured) / count,
-            kernels_per_step=sum(f.activities_by_kind.get("kernel", 0) for f, _ in measured) / count,
+            idle_ms_per_step=sum(s.idle_us for s in measured) / count / 1e3,
+            gaps_per_step=sum(s.gaps for s in measured) / count,
+            longest_gap_ms=max(s.longest_gap_us for s in measured) / 1e3,
+            launches_per_step=sum(s.launches for s in measured) / count,
+            kernels_per_step=sum(s.kernels for s in measured) / count,
             verdict=max(sorted(set(verdicts)), key=verdicts.count),
             tokens_per_step=batch * (prompt_tokens if phase == "prefill" else 1),
         ))
@@ -273,3 +354,19 @@ def top_activities_per_step(trace: Trace, batch: int, top: int = 5) -> list[Acti
         raise KeyError(f"{trace.source or 'trace'} has no batch {batch}")
     (window,) = facts_of_windows(trace, [Window(steps[0].ts, steps[-1].end, f"batch {batch}")], top=top)
     return [ActivityCost(k.name, k.kind, k.count / len(steps), k.total_us / len(steps)) for k in window.top_kernels]
+
+
+def activity_time_per_step(trace: Trace, batch: int) -> dict[str, tuple[float, ...]]:
+    """For each GPU activity name, its summed duration in each `decode b=N` / `prefill b=N`
+    step of batch size `batch` (the work launched in the step), steps in time order: the
+    per-step samples behind top_activities_per_step's means."""
+    steps = sorted((e for e in trace.by_kind.get("annotation", [])
+                    if e.name in (f"decode b={batch}", f"prefill b={batch}")), key=lambda e: e.ts)
+    if not steps:
+        raise KeyError(f"{trace.source or 'trace'} has no batch {batch}")
+    work = launched_in(trace, [Window(e.ts, e.end, e.name) for e in steps])
+    per_name: dict[str, list[float]] = {}
+    for i, launched in enumerate(work):
+        for activity in launched:
+            per_name.setdefault(activity.name, [0.0] * len(steps))[i] += activity.dur
+    return {name: tuple(values) for name, values in per_name.items()}

@@ -45,7 +45,7 @@ class Report:
     facts: TraceFacts
 
     def facts_box(self, guide_href: str) -> Markup:
-        return render_facts_box(self.facts.to_dict(), guide_href)
+        return render_facts_box(self.facts, guide_href)
 
     def steps_table(self) -> Markup | None:
         return steps_table(self.facts.to_dict()["steps"])

@@ -113,22 +113,25 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             "the data type varied one at a time."
         ),
         cells=(
-            "## 64×64: the GPU barely works",
+            "## 64×64: how busy is the GPU?",
             Run(P1 + "64_bf16_cold_eager",
-                "Read the two totals at the foot of the table first: the CPU's is far larger than the "
-                "GPU's, so this program is overhead-bound. `matmul_add` has two rows: the CPU label, and "
-                "its span on the GPU lane, which counts the idle time between its kernels."),
-            "## 4096×4096: the GPU is the bottleneck",
+                "Read the two totals at the foot of the table first: how does the CPU's compare with the "
+                "GPU's? The post reads them for its run and gives the analyzer's verdict. `matmul_add` has "
+                "two rows: the CPU label, and its span on the GPU lane, which counts the idle time between "
+                "its kernels."),
+            "## 4096×4096: does the GPU become the bottleneck?",
             Run(P1 + "4096_bf16_cold_eager",
-                "The two totals are now of the same size, and one nvjet GEMM kernel holds most of the "
-                "CUDA time: this program is compute-bound."),
+                "Compare the two totals with the 64×64 run's, and find the GEMM kernel's share of the CUDA "
+                "time (its name depends on the GPU). The post says, from its runs, what the analyzer calls "
+                "this program."),
             "## Warm runs",
             Run(P1 + "64_bf16_warm_eager",
                 "`--warmup` runs three untimed steps before the profiler starts. Compare this table "
-                "with the cold one: warm tables are the ones to read for steady-state numbers."),
+                "and its trace with the cold one: do the recorded steps reach `aten::matmul` sooner? The "
+                "post compares them step by step and says which way it went on its GPU."),
             Run(P1 + "4096_bf16_warm_eager",
-                "The GEMM row averages three calls. Open the trace to see each one: warm GEMMs of the "
-                "same shape still differ a little from step to step."),
+                "The GEMM row averages three calls. Open the trace to see each one and compare their "
+                "durations from step to step."),
             "## The cold start and the profiler's own bookkeeping",
             Run(P1 + "64_bf16_cold_eager_s0-0-3",
                 "`--schedule 0,0,3` records from the very first step, so the cold start is in the "
@@ -136,26 +139,26 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "Loading`) and the profiler's `Activity Buffer Request`."),
             Run(P1 + "64_bf16_cold_eager_s0-0-20",
                 "Twenty recorded steps instead of three: `Activity Buffer Request` still happens "
-                "once. Compare its share of the Self CPU time with the three-step run: the post "
-                "explains why it hardly moves (the cold start inside `aten::mm` dominates both)."),
+                "once. Compare its share of the Self CPU time with the three-step run's; the post reads "
+                "both, and what else the first steps hold."),
             "## A batch dimension",
             Run(P1 + "64_bf16_cold_eager_b8",
-                "With `--batch 8` the inputs are 3-D, and `aten::matmul` dispatches to `aten::bmm` "
-                "where the 2-D runs call `aten::mm`."),
+                "With `--batch 8` the inputs are 3-D: which op does `aten::matmul` dispatch to here, "
+                "where the 2-D runs call `aten::mm`?"),
             "## fp32",
             Run(P1 + "4096_fp32_warm_eager",
-                "The same product in fp32 runs a different GEMM kernel: compare its name and its CUDA "
-                "time with the bf16 warm run above."),
+                "The same product in fp32: compare its GEMM kernel's name and its CUDA time with the "
+                "bf16 warm run above."),
             "## torch.compile",
             Run(P1 + "64_bf16_warm_compile",
-                "New rows belong to the compiler's runtime: `Torch-Compiled Region`, `TorchDynamo "
-                "Cache Lookup`, `## Call CompiledFxGraph …`, and Inductor turned the matmul and the "
-                "add into one `aten::addmm`. Compare the CPU total with the warm eager run: the post "
-                "says, from its runs, whether the compiled step costs the host more or less."),
+                "Look for the compiler runtime's rows (`Torch-Compiled Region`, `TorchDynamo Cache "
+                "Lookup`, `## Call CompiledFxGraph …`) and for what became of the matmul and the add. "
+                "Compare the CPU total with the warm eager run: the post says, from its runs, whether "
+                "the compiled step costs the host more or less."),
             Run(P1 + "4096_bf16_warm_compile",
-                "One op, not one kernel: the GPU rows still show a cuBLAS GEMM, now with `badd` in its "
-                "name, after a `Memcpy DtoD` that copies the bias into the output buffer. The "
-                "compiler changed the rows above the kernels, not the GEMM family."),
+                "Count the GPU activities per step under the compiled op and read their names: did the "
+                "compiler change the kernels, or only the rows above them? The post reads them for its "
+                "run."),
             "## Beyond Part 1: every size at once",
             Run("01_matmul_add_sweep/sweep_bf16_16-8192",
                 "One run over every size from 16 to 8192: eager everywhere, compiled and as a CUDA "
@@ -175,26 +178,26 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         cells=(
             "## One nn.Linear layer",
             Run("02_linear/linear_b1024_32x64_bf16_cold_eager",
-                "`aten::linear` calls `aten::t` (a view: CPU time, no kernel) and then `aten::addmm`, "
-                "which runs the one GEMM kernel; `bias` in the kernel's name says the bias is added in "
-                "its epilogue."),
+                "Follow `aten::linear` down to its children (`aten::t` is a view: CPU time, no kernel) "
+                "and to the GEMM kernel they run; the post reads what the kernel's name says about the "
+                "bias."),
             Run("02_linear/linear_b1024_32x64_bf16_cold_compile",
-                "Compiled, `aten::t` and its children are gone from the table and the compiler's rows "
-                "appear; the GEMM kernel is the same one."),
+                "Compiled: compare with the eager table. Which rows are gone, which of the compiler's "
+                "appear, and is the GEMM kernel the same one?"),
             Run("02_linear/linear_b1024_32x64_bf16_warm_eager",
-                "The warm eager run: the same rows as the cold one. Read per-step times from the "
-                "trace, where the first recorded step stands out."),
+                "The warm eager run: compare its rows with the cold one's, and read the per-step times "
+                "from the trace, the first recorded step against the others."),
             Run("02_linear/linear_b1024_32x64_bf16_warm_compile",
                 "The warm compiled run: compare its CPU total with the warm eager run to see what the "
                 "compiler's runtime costs on a layer this small."),
             "## A GeGLU MLP, three ways",
             Run(f"03_simple_mlp/{P2_MLP}_eager",
-                "Eager mode: three GEMMs (`aten::mm`) and two elementwise kernels, GELU then multiply, "
-                "plus small `Memset (Device)` activities issued inside `aten::mm`."),
+                "Eager mode: the MLP's three matrix products (`aten::mm`) and its GELU and multiply, "
+                "each with its own kernels; look for what else `aten::mm` puts on the GPU."),
             Run(f"03_simple_mlp/{P2_MLP}_compile",
-                "Inductor keeps the GEMMs on cuBLAS and replaces GELU and multiply by one generated "
-                "kernel, `triton_poi_fused_…`; it appears twice, as the CPU call that launches it and "
-                "as the GPU kernel."),
+                "Compiled by Inductor: which kernels run the GEMMs, and what replaced GELU and multiply? "
+                "A generated kernel (`triton_…`) appears twice, as the CPU call that launches it and as "
+                "the GPU kernel."),
             Run(f"03_kernels_mlp/{P2_MLP}_triton",
                 "Our hand-written Triton kernel, `gelu_tanh_mul_kernel`, under its own `gelu_mul` "
                 "label; compare its CUDA time with Inductor's fused kernel above. (Run on a GPU, the "
@@ -213,26 +216,25 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         cells=(
             "## Naive and in place",
             Run(f"04_attention/naive_{P3}_bf16_warm",
-                "Rows you did not write, `aten::clone` and `aten::copy_`: the out-of-place "
-                "`masked_fill` copies the whole score matrix first, and the copy shows up on the GPU "
-                "as a `Memcpy DtoD`."),
+                "Look for rows you did not write, `aten::clone` and `aten::copy_`: the out-of-place "
+                "`masked_fill` copies the whole score matrix first. Find that copy on the GPU rows."),
             Run(f"04_attention/inplace_{P3}_bf16_warm",
-                "`masked_fill_` fills the scores where they are: `aten::clone`, `aten::copy_` and the "
-                "memcpy are gone from the table."),
+                "`masked_fill_` fills the scores where they are: compare with the naive table, and look "
+                "for `aten::clone`, `aten::copy_` and the copy."),
             "## SDPA, one backend at a time",
             Run(f"04_attention/sdpa_math_{P3}_bf16_warm",
-                "The math backend in ATen ops: fp32 GEMM kernels (`f32f32` in their names), "
-                "`aten::_safe_softmax`, and the causal mask built again on every call "
+                "The math backend in ATen ops: read the GEMM kernels' names for their precision, and "
+                "look for the softmax and for the causal mask built again on every call "
                 "(`aten::ones`, `aten::tril`, `aten::where`)."),
             Run(f"04_attention/sdpa_efficient_{P3}_bf16_warm",
-                "The memory-efficient backend: one fused kernel per call, from CUTLASS, in place of "
-                "the scores, mask and softmax kernels."),
+                "The memory-efficient backend: how many kernels per call now, in place of the scores, "
+                "mask and softmax kernels?"),
             Run(f"04_attention/sdpa_flash_{P3}_bf16_warm",
                 "Flash attention: again one kernel per call; compare its CUDA time and the CPU time "
                 "around it with the efficient backend."),
             Run(f"04_attention/sdpa_cudnn_{P3}_bf16_warm",
-                "cuDNN's fused attention: its kernel, `cudnn_generated_…`, is launched with "
-                "`cuLaunchKernelEx`, and a small `Memset (Device)` comes with each call."),
+                "cuDNN's fused attention: find its kernel (`cudnn_generated_…`), the launch call that "
+                "starts it, and what else each call puts on the GPU."),
             "## When a backend refuses",
             Run(f"04_attention/sdpa_flash_{P3}_fp32_warm",
                 "Flash attention takes half-precision inputs only: in fp32 it refuses on the first "
@@ -255,20 +257,20 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         cells=(
             "## Prefill and decode",
             Run(f"{P4}/prefill_b1_p512_dynamic_eager",
-                "One forward pass over the whole prompt per step: GEMMs with enough rows to keep the "
-                "GPU busier than decode will, yet at batch 1 still far from full."),
+                "One forward pass over the whole prompt per step: compare the GPU's share of the time "
+                "with the decode runs below."),
             Run(f"{P4}/decode_b1_p512_dynamic_eager",
-                "One token per step. Find the row with the largest `Self CPU %`: "
-                "`aten::_cudnn_attention_forward`. In the trace, the first attention call of every "
-                "step is the long one: a new key length per token, so a new cuDNN graph per token."),
+                "One token per step. Find the row with the largest `Self CPU %`, then open the trace "
+                "and compare the attention calls of one step with each other; the post does it for its "
+                "run and tests its reading of what it finds."),
             Run(f"{P4}/decode_b1_p512_dynamic_eager_sdpa-flash",
-                "The same decode with `--attention flash`: no graph to build, so no long attention "
-                "call. What remains is the overhead of hundreds of small launches per token."),
+                "The same decode with `--attention flash`, which has no cuDNN graph to build: compare "
+                "the attention calls, the launches and the time per token with the run above."),
             "## Taking the overhead away",
             Run(f"{P4}/decode_b1_p512_static_eager",
-                "A static cache keeps the attention shapes fixed, so cuDNN's attention builds its "
-                "graph once; in eager mode it is not faster than flash attention with a dynamic "
-                "cache, but it is what a CUDA graph needs."),
+                "A static cache keeps the attention shapes fixed, which a CUDA graph needs: compare its "
+                "attention calls, launches and time per token with the two runs above (the post says "
+                "which is faster on its GPU)."),
             Run(f"{P4}/decode_b1_p512_static_compile",
                 "`torch.compile(mode=\"reduce-overhead\")`: Inductor's fused kernels captured as one "
                 "CUDA graph per token. Look for `cudaGraphLaunch` in the table and compare the "
@@ -348,7 +350,7 @@ def _header(notebook: Notebook) -> str:
         "profiles in detail. Each code cell runs a snippet of the repository with the arguments the "
         f"post used, and writes its trace (`.json`) and table (`.txt`) under `{TRACE_DIR}/`.",
         "",
-        "The stored outputs are what the snippets printed on our H200 for the post, each run in a "
+        f"The stored outputs are what the snippets printed on our {_gpus(notebook)} for the post, each run in a "
         "process of its own: the profiler table and the line naming the files written (warnings "
         "and other lines are not kept). The notebook's metadata records the GPU, driver, CUDA, "
         "torch and date of that run. Your numbers will differ; the rows and the shape of the table "
@@ -361,6 +363,12 @@ def _header(notebook: Notebook) -> str:
         "To run it you need PyTorch and a CUDA GPU (on Colab: *Runtime → Change runtime type* → a "
         "GPU). Without one, add `--device cpu` to a cell to see the CPU half of the story.",
     ])
+
+
+def _gpus(notebook: Notebook) -> str:
+    """The GPU(s) its frozen runs ran on, from their metadata ("GPU" where none is recorded)."""
+    names = sorted({gpu for e in notebook.examples if (gpu := _example_meta(e).environment.gpu)})
+    return " and ".join(names) or "GPU"
 
 
 def _closing(notebook: Notebook) -> str:

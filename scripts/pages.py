@@ -185,7 +185,7 @@ class Run:
 
     def facts(self) -> Markup:
         """The analyzer's headline facts about the whole trace, as a box."""
-        return render_facts_box(load_facts_json(self), relative_url(FACTS_GUIDE))
+        return render_facts_box(self.trace_facts(), relative_url(FACTS_GUIDE))
 
     def links(self) -> Markup:
         """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""
@@ -267,44 +267,50 @@ class Run:
 FACTS_GUIDE = "guide/analyze-your-trace/"
 
 
-def render_facts_box(facts: dict, guide_href: str) -> Markup:
-    """A compact box of the analyzer's headline facts about a whole trace."""
+def render_facts_box(facts, guide_href: str) -> Markup:
+    """A compact box of the analyzer's headline facts (scripts.analysis.TraceFacts) about the
+    window they describe (the whole trace, by default), which its title names. "GPU busy" gives
+    both views of that window, each named: the time window's share, and the launched work's."""
     from scripts.analysis import short_name
 
-    w = facts["window"]
-    rows = [("Verdict", concat(h("strong", None, w["verdict"]["label"]), ": ", w["verdict"]["reason"]))]
-    if facts["has_gpu_activity"]:
-        launched = w["launched"]
-        rows.append(("GPU busy", f"{w['window_busy_pct']:.1f}% of the trace's time ({format_us(w['window_busy_us'])}); "
-                                 f"{launched['busy_pct']:.1f}% of the GPU time of its launched work "
-                                 f"({format_us(launched['active_us'])})"))
-        idle = w["temporal_breakdown"]
-        rows.append(("Idle (HTA's breakdown)", f"{idle['idle_pct']:.1f}% idle · {idle['compute_pct']:.1f}% compute · "
-                                               f"{idle['non_compute_pct']:.1f}% non-compute"))
-        launches = w["launches"]
-        apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches["by_api"].items()))
-        delay = launches.get("delay_p50_us")
-        rows.append(("Launches", concat(f"{launches['launches']} (", apis, ")",
+    w = facts.window
+    scope = "the whole trace" if w.label == "whole trace" else w.label
+    rows = [("Verdict", concat(h("strong", None, w.verdict.label), ": ", w.verdict.reason))]
+    if facts.has_gpu_activity:
+        busy = [f"time window: {w.window_busy_pct:.1f}% of {scope}'s time ({format_us(w.window_busy_us)})"]
+        if w.launched is not None:
+            busy.append(f"launched work: {w.launched.busy_pct:.1f}% of the GPU time of the work launched in it "
+                        f"({format_us(w.launched.active_us)})")
+        rows.append(("GPU busy", "; ".join(busy)))
+        idle = w.temporal_breakdown
+        if idle is not None:
+            rows.append(("Idle (HTA's breakdown)", f"{idle.idle_pct:.1f}% idle · {idle.compute_pct:.1f}% compute · "
+                                                   f"{idle.non_compute_pct:.1f}% non-compute"))
+        launches = w.launches
+        apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches.by_api.items()))
+        delay = launches.delay_p50_us
+        rows.append(("Launches", concat(f"{launches.launches} (", apis, ")",
                                         f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
-        kinds = join(", ", (f"{n} {kind}" for kind, n in w["activities_by_kind"].items()))
+        kinds = join(", ", (f"{n} {kind}" for kind, n in w.activities_by_kind.items()))
         rows.append(("GPU activities", kinds))
-        top = w["top_kernels"][0]
-        # A demangled name can run to a thousand characters: shortened, the full one on hover.
-        name = short_name(top["name"])
-        rows.append(("Top kernel", concat(h("code", {"title": top["name"] if name != top["name"] else None}, name),
-                                          f", {top['share_pct']:.0f}% of GPU time")))
+        if w.top_kernels:
+            top = w.top_kernels[0]
+            # A demangled name can run to a thousand characters: shortened, the full one on hover.
+            name = short_name(top.name)
+            rows.append(("Top kernel", concat(h("code", {"title": top.name if name != top.name else None}, name),
+                                              f", {top.share_pct:.0f}% of GPU time")))
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
-    rows.append(("CPU busy", f"{w['cpu_busy_pct']:.1f}% of the trace ({format_us(w['cpu_busy_us'])})"))
-    if facts["steps"]:
+    rows.append(("CPU busy", f"{w.cpu_busy_pct:.1f}% of {scope}'s time ({format_us(w.cpu_busy_us)})"))
+    if facts.steps:
         steps = join("; ", (
-            f"#{step['label'].split('#')[-1]} {step['verdict']['label']}"
-            + (f" ({step['launched']['busy_pct']:.0f}% GPU busy of launched work)" if step["launched"] else "")
-            for step in facts["steps"]
+            f"#{step.label.split('#')[-1]} {step.verdict.label}"
+            + (f" ({step.launched.busy_pct:.0f}% GPU busy of launched work)" if step.launched else "")
+            for step in facts.steps
         ))
         rows.append(("Per ProfilerStep", steps))
     title = h("p", {"class": "admonition-title"},
-              "What the analyzer says (", h("a", {"href": guide_href}, "how to read this"), ")")
+              f"What the analyzer says about {scope} (", h("a", {"href": guide_href}, "how to read this"), ")")
     body = h("dl", None, [(h("dt", None, name), h("dd", None, value)) for name, value in rows])
     return h("div", {"class": "admonition abstract facts", "data-search-exclude": True}, title, body)
 
@@ -327,15 +333,16 @@ def example(key: str) -> Run:
     return _runs[(key, version)]
 
 
+def load_facts_json(run: Run, window=None) -> dict:
+    """The facts engine's output for a run as JSON-ready dicts (Run.trace_facts is the typed form,
+    which the page helpers read; this stays for the blocks that still index the dict)."""
+    return run.trace_facts(window).to_dict()
+
+
 def _ledger():
     from scripts.claims import LEDGER
 
     return LEDGER
-
-
-def load_facts_json(run: Run, window=None) -> dict:
-    """The facts engine's output for a run as JSON-ready dicts (Run.trace_facts is the typed form)."""
-    return run.trace_facts(window).to_dict()
 
 
 # --- companion notebooks (scripts/notebooks.py) -----------------------------------------------

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scripts.analysis import TraceFacts, facts, summary_text
-from scripts.blocks import ActivityCost, BatchFacts, Sweep, llm_steps, sweep, top_activities_per_step
+from scripts.blocks import (ActivityCost, BatchFacts, LLMStep, Sweep, SweepStep, activity_time_per_step,
+                            llm_step_samples, llm_steps, sweep, sweep_steps, top_activities_per_step)
 from scripts.samples import samples_of
 from scripts.trace import Trace, Window, select_window
 
@@ -46,6 +47,21 @@ def sweep_facts(trace: Trace) -> Sweep:
 
 def llm_batches(trace: Trace, prompt: int) -> list[BatchFacts]:
     return llm_steps(trace, prompt)
+
+
+def llm_steps_of(trace: Trace) -> dict[str, list[LLMStep]]:
+    """Each `decode b=N` / `prefill b=N` label's steps, one sample each."""
+    return llm_step_samples(trace)
+
+
+def sweep_steps_of(trace: Trace) -> dict[str, tuple[SweepStep, ...]]:
+    """Each sweep block's `step` annotations, one sample each."""
+    return sweep_steps(trace)
+
+
+def llm_activity_steps(trace: Trace, batch: int) -> dict[str, tuple[float, ...]]:
+    """Each GPU activity's time in each step of one batch size."""
+    return activity_time_per_step(trace, batch)
 
 
 def llm_top_activities(trace: Trace, batch: int, top: int) -> list[ActivityCost]:

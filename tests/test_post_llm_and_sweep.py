@@ -5,18 +5,37 @@ from __future__ import annotations
 
 import re
 from html import unescape
+from statistics import mean, median
+from types import SimpleNamespace
 
 import pytest
 
-from scripts import blocks, catalog
+from scripts import blocks, catalog, claims
+from scripts.analysis import steady_step
+from scripts.blocks import BatchFacts
+from scripts.pages import format_us
 from scripts.pages_sweeps import llama_parameters, snippet_defaults
-from scripts.trace import load_trace
+from scripts.posts import part4 as P
+from scripts.posts import ratio_text
+from scripts.posts import sweep as S
+from scripts.trace import load_trace, select_window
 from tests.conftest import ROOT
+from tests.test_blocks import gpu, launch, write_trace
 from tests.test_site import parse, resolve
 
 PART4 = "blog/llm-inference/index.html"
 SWEEP = "blog/matmul-add-sweep/index.html"
 SWEEP_EXAMPLE = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192")
+B1 = {run: catalog.get(f"05_llm_inference/decode_b1_p512_{run}")
+      for run in ("dynamic_eager", "dynamic_eager_sdpa-flash", "static_eager", "static_compile")}
+DRAWN = ("dynamic_eager", "dynamic_eager_sdpa-flash", "static_compile")  # the runs the post draws
+
+
+def steady_medians(example, field: str) -> float:
+    """The median of a per-step quantity over the `decode b=1` steps after the first, read with
+    plain loops from the trace's annotations (the post's comparisons read the same steps)."""
+    (steps,) = blocks.llm_step_samples(load_trace(example.trace_path)).values()
+    return median(getattr(s, field) for s in steps[1:])
 
 
 def text_of(html: str) -> str:
@@ -51,9 +70,9 @@ def test_part4_shows_table_timeline_and_trace_of_every_single_batch_run(built_si
                                     html, flags=re.S) if "Self CPU %" in t]  # the profiler's own tables
     assert len(tables) == len(singles)
     images = [img["src"] for img in elements.find("img") if "timelines/05_llm_inference/" in img.get("src", "")]
-    # one picture per decode variant at batch 1 (the post stays under its weight limit)
+    # one picture per decode variant at batch 1, of its steady step (the post stays under its weight limit)
     assert {src.rsplit("/", 1)[-1] for src in images} == {
-        f"decode_b1_p512_{run}_step3.svg" for run in ("dynamic_eager", "dynamic_eager_sdpa-flash", "static_compile")}
+        f"decode_b1_p512_{run}_step{steady_step(load_trace(B1[run].trace_path))}.svg" for run in DRAWN}
     for src in images:
         assert resolve(built_site, PART4, src).read_text().lstrip().startswith(("<svg", "<?xml"))
     buttons = elements.find("button", **{"class": "perfetto-open"})
@@ -83,16 +102,56 @@ def test_llama_parameter_count_matches_transformers():
     assert sum(p.numel() for p in model.parameters()) == llama_parameters(**defaults)
 
 
-def test_part4_numbers_are_the_analyzers(part4):
+def test_part4_numbers_are_the_medians_of_the_steps_after_the_first(part4):
     _, _, text = part4
-    eager, = blocks.llm_steps(load_trace(catalog.get("05_llm_inference/decode_b1_p512_dynamic_eager").trace_path))
-    graphs, = blocks.llm_steps(load_trace(catalog.get("05_llm_inference/decode_b1_p512_static_compile").trace_path))
-    assert f"{eager.launches_per_step:.0f} launches per token" in text
-    assert f"{graphs.tokens_per_s:.0f} tokens per second" in text
-    assert f"GPU was busy {eager.gpu_busy_pct:.1f}% of the time" in text
+    eager, graphs = B1["dynamic_eager"], B1["static_compile"]
+    assert f"{steady_medians(eager, 'launches'):.0f} launches per token" in text
+    assert f"{1e6 / steady_medians(graphs, 'dur_us'):.0f} tokens per second" in text
     # the gap totals before and after, not only the step time
     assert "GPU idle time per token went from" in text
-    assert f"{eager.gaps_per_step:.0f} per token to {graphs.gaps_per_step:.0f}" in text
+    assert f"from {steady_medians(eager, 'gaps'):.0f} per token to {steady_medians(graphs, 'gaps'):.0f}" in text
+
+
+def test_part4_says_which_window_each_gpu_busy_figure_is_of(part4):
+    html, elements, text = part4
+    # the prose: the time-window view of the steps; the badge: the drawn step's launched work
+    assert "busy share of a step (time-window view)" in text
+    assert "its badge gives the launched-work view of that step, the box under it the whole trace" in text
+    boxes = re.findall(r'<div class="admonition abstract facts".*?</dl>', html, flags=re.S)
+    assert boxes
+    for box in boxes:
+        words = text_of("<article>" + box + "</article>")
+        assert "What the analyzer says about the whole trace" in words
+        assert "GPU busy time window:" in words and "launched work:" in words
+
+
+@pytest.mark.parametrize("run", DRAWN)
+def test_part4_timelines_badge_agrees_with_the_prose(built_site, part4, run):
+    """The badge of the picture names the verdict the prose states for the run."""
+    from scripts.pages import example
+    from scripts.posts import verdict
+
+    _, _, text = part4
+    trace = load_trace(B1[run].trace_path)
+    svg = (built_site / f"timelines/05_llm_inference/decode_b1_p512_{run}_step{steady_step(trace)}.svg").read_text()
+    badge = re.search(r"GPU busy \d+% of launched work · ([a-z -]+)", svg)
+    said = verdict(example(B1[run].key)).label
+    assert badge and badge.group(1).strip() == said
+    assert said in text
+
+
+def test_part4_widest_gap_is_the_one_the_timeline_draws(built_site, part4):
+    _, _, text = part4
+    run = B1["dynamic_eager"]
+    trace = load_trace(run.trace_path)
+    step = steady_step(trace)
+    svg = (built_site / f"timelines/05_llm_inference/decode_b1_p512_dynamic_eager_step{step}.svg").read_text()
+    labelled = [unescape(t).replace("µs", "us") for t in re.findall(r"GPU idle for ([^<\"]+)", svg)]
+    widest = max(blocks.idle_intervals(trace, select_window(trace, step=step)), key=lambda h: h[1] - h[0])
+    quoted = format_us(widest[1] - widest[0])
+    assert quoted in labelled  # the timeline labels it
+    assert f"the widest gap on the GPU lane: {quoted} without a kernel" in text
+    assert f"in ProfilerStep#{step}, the first of the" in text
 
 
 @pytest.mark.parametrize("run", ["static_compile", "dynamic_eager_sdpa-flash"])
@@ -101,7 +160,7 @@ def test_part4_names_the_batch_where_decode_stops_being_overhead_bound(part4, ru
     sweep = blocks.llm_steps(load_trace(catalog.get(
         f"05_llm_inference/decode_b1-8-64-256-1024-2048_p128_{run}").trace_path))
     first = next(b for b in sweep if b.verdict == "compute-bound")
-    assert f"compute-bound from batch {first.batch} on (GPU busy {first.gpu_busy_pct:.0f}%)" in text
+    assert f"compute-bound from batch {first.batch} on (GPU busy {first.gpu_busy_pct:.0f}% of the step time)" in text
     assert all(b.verdict != "overhead-bound" for b in sweep if b.batch >= first.batch)
 
 
@@ -112,9 +171,8 @@ def test_part4_shows_the_cudnn_hypothesis_tested(part4):
         "05_llm_inference/decode_b1_p512_dynamic_eager_sdpa-flash").trace_path))
     assert auto.longest_gap_ms > 10 * flash.longest_gap_ms  # the rebuild is the widest gap, and it goes
     assert "--attention flash" in text
-    from scripts.posts import ratio_text  # the posts' one way of writing a ratio
-
-    assert f"({ratio_text(auto.ms_per_step, flash.ms_per_step)} faster)" in text
+    cudnn, fast = (steady_medians(B1[run], "dur_us") for run in ("dynamic_eager", "dynamic_eager_sdpa-flash"))
+    assert f"({ratio_text(cudnn, fast)} faster at the median)" in text
 
 
 def test_part4_comparison_and_batch_tables(part4):
@@ -147,8 +205,17 @@ def test_sweep_crossover_and_peak_are_read_from_the_trace(sweep_page):
     before = max(p.size for p in sweep.of_mode("eager") if p.size < cross)
     assert f"The lines cross between n = {before} and n = {cross}" in text
     assert f"The peak: {sweep.peak_tflops:.0f} TFLOP/s" in text
-    graph, eager = sweep.point("graph", 64), sweep.point("eager", 64)
-    assert f"per step, {eager.wall_us_per_step / graph.wall_us_per_step:.1f}× eager's speed" in text
+    pace = {}
+    for mode in ("graph", "eager"):  # from one step's start to the next, with plain loops
+        starts = [e.ts for e in sorted(load_trace(SWEEP_EXAMPLE.trace_path).by_kind["annotation"], key=lambda e: e.ts)
+                  if e.name == "step" and block_of(mode, 64).ts <= e.ts < block_of(mode, 64).end]
+        pace[mode] = median(b - a for a, b in zip(starts, starts[1:]))
+    assert f"{ratio_text(pace['eager'], pace['graph'])} eager's speed per step at the median" in text
+
+
+def block_of(mode: str, size: int):
+    trace = load_trace(SWEEP_EXAMPLE.trace_path)
+    return next(e for e in trace.by_kind["annotation"] if e.name == f"{mode} n={size}")
 
 
 def test_sweep_plots_are_published_zoomable_images(built_site, sweep_page):
@@ -210,3 +277,158 @@ def test_sweep_page_draws_the_eager_and_graph_blocks(built_site, sweep_page):
     assert images == {"sweep_bf16_16-8192_eager-n-64.svg", "sweep_bf16_16-8192_graph-n-64.svg"}
     svg = (built_site / "timelines/01_matmul_add_sweep/sweep_bf16_16-8192_graph-n-64.svg").read_text()
     assert "graph n=64" in svg and "cudaGraphLaunch" in svg
+
+
+# --- the claims of the two pages ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["docs/blog/posts/part-4-llm-inference.md", "docs/blog/posts/matmul-add-sweep.md"])
+def test_the_pages_state_their_findings_as_claims_that_hold(built_site, page):
+    listed, _ = claims.read_listing(built_site / "claims.json")
+    mine = [c for c in listed if c.page == page]
+    assert len(mine) >= 15 and all(c.holds and c.runs for c in mine)
+    # findings that could go either way say which way they went
+    assert {c.outcome for c in mine} & {"lower", "higher", "indistinguishable"}
+
+
+# --- the per-step samples (scripts.blocks) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", catalog.PART4, ids=lambda e: e.tag)
+def test_llm_step_samples_are_what_the_batch_facts_average(example):
+    trace = load_trace(example.trace_path)
+    facts = blocks.llm_steps(trace)
+    samples = blocks.llm_step_samples(trace)
+    assert [len(v) for v in samples.values()] == [b.steps for b in facts]
+    for b, steps in zip(facts, samples.values()):
+        assert mean(s.dur_us for s in steps) / 1e3 == pytest.approx(b.ms_per_step)
+        assert mean(s.idle_us for s in steps) / 1e3 == pytest.approx(b.idle_ms_per_step)
+        assert mean(s.gaps for s in steps) == pytest.approx(b.gaps_per_step)
+        assert max(s.longest_gap_us for s in steps) / 1e3 == pytest.approx(b.longest_gap_ms)
+        assert 100 * sum(s.busy_us for s in steps) / sum(s.dur_us for s in steps) == pytest.approx(b.gpu_busy_pct)
+
+
+def test_sweep_steps_are_the_steps_of_each_block():
+    trace = load_trace(SWEEP_EXAMPLE.trace_path)
+    data, steps = blocks.sweep(trace), blocks.sweep_steps(trace)
+    for p in data.points:
+        block = steps[f"{p.mode} n={p.size}"]
+        assert len(block) == p.steps
+        assert mean(s.host_us for s in block) == pytest.approx(p.cpu_us_per_step)
+        # a block ends with a synchronize: the work its steps launched is the work in its span
+        assert sum(s.gpu_us for s in block) / p.steps == pytest.approx(p.gpu_us_per_step, rel=0.01)
+        assert [s.start_us for s in block] == sorted(s.start_us for s in block)
+    assert {s.launches for s in steps["graph n=64"]} == {1}  # one replay per step
+
+
+def test_sweep_pace_is_start_to_next_start():
+    class Run:  # what scripts.posts.sweep reads of a run
+        example = SimpleNamespace(key="synthetic")
+        trace_input = None
+
+    block = tuple(blocks.SweepStep(start, 5.0, 1.0, 1, 1) for start in (0.0, 10.0, 30.0, 60.0))
+    original = S.steps
+    try:
+        S.steps = lambda run, mode, size: block
+        pace = S.spread(Run(), "eager", 8, "pace_us")
+    finally:
+        S.steps = original
+    assert pace.values == (10.0, 20.0, 30.0) and pace.unit == "us"
+
+
+def test_activity_time_per_step_averages_to_the_costliest_activities():
+    trace = load_trace(catalog.get("05_llm_inference/decode_b1-8-64-256-1024-2048_p128_static_compile").trace_path)
+    per_name = blocks.activity_time_per_step(trace, 2048)
+    for cost in blocks.top_activities_per_step(trace, 2048, top=5):
+        assert mean(per_name[cost.name]) == pytest.approx(cost.us_per_step, rel=1e-6)
+
+
+# --- the post's helpers on traces with known answers -----------------------------------------------
+
+
+def synthetic_run(tmp_path, events):
+    return SimpleNamespace(trace=write_trace(tmp_path, events), example=SimpleNamespace(key="synthetic"))
+
+
+def step_event(n, ts, dur):
+    return {"cat": "user_annotation", "name": f"ProfilerStep#{n}", "ts": ts, "dur": dur}
+
+
+def test_widest_gap_and_the_call_under_it(tmp_path):
+    # step [0, 100): kernels [10, 20] and [80, 90]; an attention call [22, 78] on the host
+    events = [step_event(1, 0, 100), launch(5, 1), gpu(10, 10, 1), launch(70, 2), gpu(80, 10, 2),
+              {"cat": "cpu_op", "name": "attn", "ts": 22, "dur": 56}]
+    run = synthetic_run(tmp_path, events)
+    call = P.during(run, "attn", "ProfilerStep#1")[0]
+    wide = P.widest_gap(run, 1, call)
+    assert (wide.start_us, wide.end_us) == (20, 80) and wide.share_of_step == pytest.approx(60)
+    assert wide.covered_pct == pytest.approx(100 * 56 / 60)
+
+
+def test_attention_calls_find_whether_the_first_of_each_step_is_the_longest(tmp_path):
+    def calls(step_start, durations):
+        return [{"cat": "cpu_op", "name": "attn", "ts": step_start + 10 * i, "dur": d} for i, d in enumerate(durations)]
+
+    events = [step_event(1, 0, 100), *calls(0, [9, 2, 3]), step_event(2, 100, 100), *calls(100, [8, 2, 9])]
+    found = P.attention_calls(synthetic_run(tmp_path, events), "attn", skip_first=False)
+    assert found.per_step == (3, 3) and found.first_is_longest == (True, False)
+    assert found.first_us.values == (9, 8) and sorted(found.others_us.values) == [2, 2, 3, 9]
+
+
+def test_graph_gaps_tell_pauses_inside_the_graph_from_gaps_at_its_edges(tmp_path):
+    # one step [0, 100): a graph launch at 20 runs kernels [30, 40], [41, 50], [52, 60]; a copy
+    # launched at 70 runs [80, 82]. Pauses inside the graph: 1 and 2 us; gaps >= 5 us: [0, 30],
+    # [60, 80], [82, 100], all outside the graph's span.
+    graph = {"cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 20, "dur": 5, "args": {"correlation": 1}}
+    events = [step_event(1, 0, 100), graph, gpu(30, 10, 1), gpu(41, 9, 1), gpu(52, 8, 1),
+              launch(70, 2), gpu(80, 2, 2)]
+    found = P.graph_gaps(synthetic_run(tmp_path, events))
+    assert (found.longest_pause_us, found.median_pause_us) == (2, 1.5)
+    assert (found.gaps_inside, found.gaps_outside) == (0, 3)
+    # a long pause inside the graph is counted inside
+    events[3] = gpu(47, 3, 1)  # now [40, 47] is idle inside the graph
+    found = P.graph_gaps(synthetic_run(tmp_path, events))
+    assert found.gaps_inside == 1 and found.longest_pause_us == 7
+
+
+def batch(size, verdict, busy=50.0):
+    return BatchFacts("decode", size, 3, 1.0, busy, 0.5, 0.5, 1, 0.1, 10, 10, verdict, size)
+
+
+def view_of(*verdicts):
+    found = [batch(2**i, v) for i, v in enumerate(verdicts)]
+    return SimpleNamespace(batches=found,
+                           first_batch_overhead_free=lambda: next((b for b in found if b.verdict != "overhead-bound"), None))
+
+
+def test_where_a_sweep_leaves_the_overhead_bound_side_in_words():
+    never = view_of("overhead-bound", "overhead-bound")
+    assert P.leaving_text(never) == "never leaves the overhead-bound side in this sweep" and P.leaving_holds(never)
+    both = view_of("overhead-bound", "mixed", "compute-bound", "compute-bound")
+    assert P.leaving_text(both) == ("is *mixed* from batch **2** (GPU busy **50%** of the step time) and "
+                                    "*compute-bound* from batch **4** on (GPU busy **50%** of the step time)")
+    assert P.leaving_holds(both)
+    at_once = view_of("compute-bound", "compute-bound")
+    assert P.leaving_text(at_once).startswith("*compute-bound* from batch **1** on") and P.leaving_holds(at_once)
+    # a relapse makes "from batch N on" false: the claim stated with it fails
+    assert not P.leaving_holds(view_of("overhead-bound", "compute-bound", "mixed"))
+    assert not P.leaving_holds(view_of("mixed", "overhead-bound"))
+
+
+def test_bounds_of_a_difference_decide_only_when_they_separate():
+    a, b = claims.samples([10, 12, 11]), claims.samples([1, 2, 3])
+    extra = P.Bounds.difference(a, b)
+    assert (extra.low, extra.high) == (7, 11)
+    assert P.against(extra, P.Bounds(1, 6)) == "more"
+    assert P.against(extra, P.Bounds(12, 20)) == "less"
+    assert P.against(extra, P.Bounds(5, 8)) == "indistinguishable"
+    assert P.Bounds(-9, 4).most_change == 9
+    assert P.most_share(claims.samples([1, 2, 3]), claims.samples([10, 20, 30])) == 30  # 3 of 10, at most
+
+
+def test_the_model_has_llama3_8b_width_and_a_changed_one_is_named():
+    defaults = snippet_defaults("05_llm_inference")
+    assert P.width_differences(defaults) == {}
+    assert P.width_differences({**defaults, "hidden": 2048}) == {"hidden": (2048, 4096)}
+    assert P.overridden_dims(catalog.PART4) == {}
+    assert P.overridden_dims([SimpleNamespace(key="k", args=["--layers", "2", "--batch", "1"])]) == {"k": ["--layers"]}
