@@ -245,7 +245,7 @@ def test_dropped_traces_show_the_cli_facts_and_stay_on_this_machine(session, tmp
         window = expected["window"]
         assert shown["verdict"] == window["verdict"]["label"]
         assert window["verdict"]["reason"] in shown["box"]
-        assert f"{window['window_busy_pct']:.1f}% of the trace" in shown["box"]
+        assert f"{window['window_busy_pct']:.1f}% of the whole trace's time" in shown["box"]
         assert f"Launches\n{window['launches']['launches']} (" in shown["box"]
         assert shown["steps"] == len(expected["steps"]) > 0
         assert shown["timeline"] > 0
