@@ -49,8 +49,9 @@ print(time.perf_counter() - start, count)
 
 
 def baseline_ref() -> str:
-    added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", "scripts/parse.py"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    added = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "scripts/parse.py"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     return f"{added[-1]}^" if added else "HEAD"
 
 
@@ -90,8 +91,8 @@ def largest_trace() -> Path:
 def make_cases(folder: Path, names: list[str], megabytes: int) -> dict[str, Path]:
     """The case files, written by a child process: this one stays small, and so does the
     peak memory that each load's process starts with."""
-    subprocess.run([sys.executable, __file__, "--write-cases", str(folder), "--cases", ",".join(names),
-                    "--mb", str(megabytes)], check=True)
+    subprocess.run([sys.executable, __file__, "--write-cases", str(folder),
+                    "--cases", ",".join(names), "--mb", str(megabytes)], check=True)
     return {name: (largest_trace() if name == "committed" else folder / CASE_FILES[name])
             for name in names}
 
@@ -116,7 +117,8 @@ def write_cases(folder: Path, names: list[str], megabytes: int) -> None:
             for i in range(count):
                 copy, event = divmod(i, len(events))
                 e = events[event]
-                out.append({**e, "ts": e["ts"] + copy * (span + 1000.0)} if copy and "ts" in e else e)
+                shifted = copy and "ts" in e
+                out.append({**e, "ts": e["ts"] + copy * (span + 1000.0)} if shifted else e)
             text = json.dumps({**{k: v for k, v in data.items() if k != "traceEvents"},
                                "traceEvents": out}, indent=2)
             path.write_bytes(gzip.compress(text.encode(), compresslevel=1))
