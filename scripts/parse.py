@@ -85,9 +85,18 @@ class _Reader(Text):
             if self.eof:
                 raise self.fail(f"truncated (ends {where})")
             offset = start - self.pos
-            want = max(2 * want, tracetext.CHUNK_BYTES)
+            want = self.grown(max(2 * want, tracetext.CHUNK_BYTES))
             self.fill(want)
             start = self.pos + offset
+
+    def grown(self, want: int) -> int:
+        """`want` characters of buffer, for one value: refused past 1/16 of the size limit (what
+        bounds the memory a gzip bomb of one long string takes)."""
+        if want > self.max_bytes // 16 and want > 2 * tracetext.CHUNK_BYTES:
+            raise self.fail(f"one value larger than {tracetext.format_bytes(self.max_bytes // 16)}"
+                            f", 1/16 of the limit on a trace's size (raise it with "
+                            f"{MAX_BYTES_ENV}=<bytes>, e.g. 8G)")
+        return want
 
     def decode(self, start: int, end: int, where: str):
         """json's reading of buf[start:end], or a TraceError that says where it is wrong."""
@@ -118,12 +127,13 @@ _SCALAR_AT = re.compile(r'[^\s,:\]}{\["]*+')
 
 def _nested(levels: int) -> str:
     """The inside of an object or array: text, strings, and objects and arrays inside them, up
-    to `levels` deep (possessive: never backtracks)."""
+    to `levels` deep (possessive: never backtracks). An opening bracket is closed by either
+    kind: this only delimits, json then reads (and refuses '[1}'); one expression per level
+    keeps it small (one for each kind would double it at every level)."""
     flat = rf'[^"{{}}\[\]]*+(?:{_STRING}[^"{{}}\[\]]*+)*+'
     if levels == 0:
         return flat
-    inner = _nested(levels - 1)
-    return rf'{flat}(?:(?:\{{{inner}\}}|\[{inner}\]){flat})*+'
+    return rf'{flat}(?:[{{\[]{_nested(levels - 1)}[}}\]]{flat})*+'
 
 
 # Any object, nested up to _NESTING levels. It only starts where an object can (a key or '}'
@@ -131,7 +141,7 @@ def _nested(levels: int) -> str:
 # scans a long string from inside it more than once.
 _OBJECT_REST = rf'(?=[ \t\n\r]*+["}}]){_nested(_NESTING)}\}}'  # after its '{'
 _ANY_OBJECT = rf"\{{{_OBJECT_REST}"
-_ANY_VALUE = re.compile(rf'{_ANY_OBJECT}|\[{_nested(_NESTING)}\]')
+_ANY_VALUE = re.compile(rf'{_ANY_OBJECT}|\[{_nested(_NESTING)}[}}\]]')
 
 
 def _value_end(buf: str, start: int, end: int, eof: bool) -> int:
@@ -341,7 +351,7 @@ class _Events:
             elif text.eof:
                 raise text.fail("truncated (ends inside traceEvents)")
             else:
-                want = 2 * max(want, len(text.buf) - text.pos)
+                want = text.grown(2 * max(want, len(text.buf) - text.pos))
 
     def _pattern(self, pos: int) -> re.Pattern:
         """The expression for the events at pos: Kineto's layout as the first "ph" spells it."""
@@ -363,7 +373,7 @@ class _Events:
         if not count or not (_FIRST if first else _COMMA).fullmatch(between[0]):
             return self._walked(pos, first, pattern)
         rest = len(between[count])  # after the last event
-        if not all(map(_COMMA.fullmatch, set(between[1:count]))):
+        if not _all_commas(between[1:count]):
             # Matches after text that is not a comma: inside an event that no alternative
             # matched (nested deeper, or the last one, not all in the buffer: its args object
             # is whole). The matches before it are events; when those after it are all "any
@@ -496,6 +506,13 @@ class _Events:
             sink.add_complete(*(c[complete_done:] for c in columns.complete))
 
 
+def _all_commas(texts: list[str]) -> bool:
+    """Whether every text is a comma with spaces (as a rule all alike: compared, not hashed)."""
+    if not texts or texts.count(texts[0]) == len(texts):
+        return not texts or _COMMA.fullmatch(texts[0]) is not None
+    return all(map(_COMMA.fullmatch, set(texts)))
+
+
 def _spans_one_event(match: re.Match) -> bool:
     """Whether a match spans one event exactly: what `_Columns.check` checks in bulk of the
     names, args and flows, that would otherwise end the match inside a string."""
@@ -610,7 +627,7 @@ def _texts(column: list[str], texts: dict) -> list[str]:
     does not read, as where a backslash escapes the quote that ended the match), one string
     object per text."""
     found = list(map(texts.get, column))
-    if None in found:
+    if not all(found):  # new texts (or empty ones)
         for raw in set(column).difference(texts):
             texts[raw] = json.loads(f'"{raw}"') if "\\" in raw else raw
         found = list(map(texts.__getitem__, column))

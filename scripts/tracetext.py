@@ -21,9 +21,12 @@ from pathlib import Path
 
 CHUNK_BYTES = 1 << 20  # text decompressed and decoded at a time, and cut into events at a time
 _GZIP_READ_BYTES = 1 << 20  # compressed bytes read at a time
-# The decompressed size refused by default: gzip expands up to ~1000x, so a few megabytes can
-# hold gigabytes, and loaded events take about as much memory as their JSON text. 4 GiB is 70x
-# the largest trace we hold and 4x issue 11's 1 GB goal; a larger trace needs the limit raised.
+# The decompressed size refused by default. gzip expands up to ~1000x: a few megabytes can hold
+# gigabytes. 4 GiB is 70x the largest trace we hold (55 MB of JSON, loaded in under 100 MB) and
+# 4x issue 11's 1 GB goal; the memory it can cost is that of the events it holds (about their
+# JSON's size for Kineto's, up to ~2x for the smallest events anyone could write), plus one
+# value at a time, which `scripts.parse` refuses past 1/16 of the limit (256 MiB): a bomb of one
+# long string stops there. A larger trace needs the limit raised, a small machine may lower it.
 DEFAULT_MAX_BYTES = 4 << 30
 MAX_BYTES_ENV = "PROFILING_MAX_TRACE_BYTES"
 THREADED_GUNZIP = True  # decompress ahead in a thread where threads exist (tests turn it off)
@@ -38,6 +41,8 @@ class TraceError(ValueError):
 
 @dataclass
 class Source:
+    """Where the bytes come from: its name for messages, how to read, close, and reopen it."""
+
     name: str
     read: Callable[[int], bytes]
     size: int  # 0 when unknown (a pipe)
@@ -46,6 +51,7 @@ class Source:
 
 
 def open_source(source) -> Source:
+    """A path, "-" for stdin, or a binary file object (which stays open)."""
     if hasattr(source, "read"):  # a binary file object (sys.stdin.buffer, a pipe, an upload)
         name = getattr(source, "name", None)
         raw = getattr(source, "buffer", source)  # a text stream's bytes
@@ -101,6 +107,8 @@ class _Counted:
                 if not more:
                     break
                 self.head += more
+        if isinstance(self.head, str):
+            raise TraceError(f"{source.name}: opened as text; a trace is read as bytes ('rb')")
 
     def read(self, size: int) -> bytes:
         if self.head:
@@ -117,6 +125,7 @@ def _gunzipped(read: Callable[[int], bytes]):
     padding after them), in chunks of at most CHUNK_BYTES (memoryviews). Raises EOFError,
     OSError or zlib.error on data that is truncated or corrupt."""
     data = b""
+    calls = 0  # the first chunks one by one (the parser waits for them), then up to 8 a call
     while True:  # one gzip member
         member = zlib.decompressobj(wbits=31)
         while not member.eof:
@@ -124,7 +133,8 @@ def _gunzipped(read: Callable[[int], bytes]):
                 data = read(_GZIP_READ_BYTES)
                 if not data:
                     raise EOFError("compressed file ended before the end of a member")
-            text = memoryview(member.decompress(data, 8 * CHUNK_BYTES))
+            text = memoryview(member.decompress(data, CHUNK_BYTES * min(8, 1 << calls // 2)))
+            calls += 1
             data = member.unconsumed_tail
             for start in range(0, len(text), CHUNK_BYTES):
                 yield text[start:start + CHUNK_BYTES]

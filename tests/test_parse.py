@@ -242,6 +242,8 @@ def test_reads_a_pipe_stdin_and_a_file_object(tmp_path, real, threaded):
             assert rows(load_trace(stream)) == reference
         writer.join()
         assert rows(load_trace(io.BytesIO(data))) == reference
+    with pytest.raises(TraceError, match="opened as text"):
+        load_trace(io.StringIO(text.decode()))
 
     fifo = tmp_path / "fifo"  # what process substitution hands over: a path that is a pipe
     os.mkfifo(fifo)
@@ -259,6 +261,19 @@ def test_reads_a_pipe_stdin_and_a_file_object(tmp_path, real, threaded):
         assert json.loads(done.stdout) == [len(reference), load_trace(REAL).origin_us]
 
 
+def test_reads_gzip_where_threads_cannot_start(monkeypatch):
+    """Pyodide has no threads: Thread.start raises RuntimeError, and gzip is read inline."""
+    def no_threads(self):
+        raise RuntimeError("can't start new thread")
+
+    started = []
+    monkeypatch.setattr(tracetext.threading.Thread, "start", no_threads)
+    monkeypatch.setattr(tracetext, "_gunzipped", lambda read, real=tracetext._gunzipped: (
+        started.append(1) or real(read)))
+    assert rows(load_trace(REAL)) == rows(build_trace(read_json(REAL)))
+    assert started == [1]
+
+
 def test_progress_counts_source_bytes_and_says_when_the_size_is_unknown(tmp_path):
     seen = []
     load_trace(io.BytesIO(REAL.read_bytes()), progress=lambda *done_total: seen.append(done_total))
@@ -267,15 +282,17 @@ def test_progress_counts_source_bytes_and_says_when_the_size_is_unknown(tmp_path
 
 
 def test_decompressed_size_limit(tmp_path, monkeypatch, threaded):
-    # 40 MB of JSON in 40 kB of gzip: refused at the limit, before it is all decompressed.
+    # 40 MB of events in 60 kB of gzip: refused at the limit, before they are all read.
+    event = b'{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
     bomb = tmp_path / "bomb.json.gz"
-    bomb.write_bytes(gzip.compress(b'{"traceEvents": [], "pad": "' + b" " * 40_000_000 + b'"}'))
+    bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + event * (40_000_000 // len(event))
+                                   + b"{}]}"))
     start = time.perf_counter()
     with pytest.raises(TraceError) as error:
         load_trace(bomb, max_bytes=4 << 20)
     message = str(error.value)
     assert message.startswith(f"{bomb}: ") and "\n" not in message
-    assert "4 MiB once decompressed" in message and parse.MAX_BYTES_ENV in message
+    assert "larger than 4 MiB once decompressed" in message and parse.MAX_BYTES_ENV in message
     assert time.perf_counter() - start < 5
     monkeypatch.setenv(parse.MAX_BYTES_ENV, "2M")
     with pytest.raises(TraceError, match="larger than 2 MiB once decompressed"):
@@ -291,6 +308,24 @@ def test_decompressed_size_limit(tmp_path, monkeypatch, threaded):
         load_trace(plain)
     monkeypatch.delenv(parse.MAX_BYTES_ENV)
     assert parse.max_bytes_default() == parse.DEFAULT_MAX_BYTES == 4 << 30
+
+
+@pytest.mark.parametrize("where", ["metadata", "event"])
+def test_one_huge_value_is_refused_before_it_is_all_in_memory(tmp_path, where):
+    """A gzip bomb of one long string: the buffer holds whole values, so one may take at most
+    1/16 of the size limit."""
+    pad = b'"' + b" " * 40_000_000 + b'"'
+    content = (b'{"pad": ' + pad + b', "traceEvents": []}' if where == "metadata"
+               else b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "name": ' + pad + b"}]}")
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(content))
+    with pytest.raises(TraceError) as error:
+        load_trace(bomb, max_bytes=64 << 20)
+    message = str(error.value)
+    assert message.startswith(f"{bomb}: one value larger than 4 MiB, 1/16 of the limit")
+    assert parse.MAX_BYTES_ENV in message and "\n" not in message
+    trace = load_trace(bomb, max_bytes=1 << 30)  # a limit of 1 GiB: values up to 64 MiB
+    assert len(trace.events[0].name if where == "event" else trace.metadata["pad"]) == 40_000_000
 
 
 def cut_points(size: int, count: int, seed: int) -> list[int]:

@@ -14,7 +14,8 @@ into a temporary folder and imported from there; "after" is this checkout. The c
   with `indent=2`, and without the "ph" key (every event then is no complete event: both sides
   refuse the file, the time is the time to refuse it).
 
-Times are the median of the runs, memory the largest peak resident set; a load that runs past
+Times are the median of the runs, memory the largest peak resident set (the child's own, from
+/proc: Linux only); a load that runs past
 `--timeout` seconds is stopped and shown as `>S`. Not a test: the machine's load moves both
 columns; compare them, from one run.
 """
@@ -44,7 +45,10 @@ try:
     count = trace.event_count
 except TraceError:
     count = -1
-print(time.perf_counter() - start, count)
+seconds = time.perf_counter() - start
+with open("/proc/self/status") as status:  # this process's own peak (rusage's counts the parent's
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM"))  # before exec)
+print(seconds, count, int(peak) / 1024)
 """
 
 
@@ -68,7 +72,7 @@ def measure(root: Path, trace: Path, timeout: float) -> tuple[float | None, floa
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout
     while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() > deadline:
@@ -80,8 +84,8 @@ def measure(root: Path, trace: Path, timeout: float) -> tuple[float | None, floa
     out, err = child.stdout.read(), child.stderr.read()
     if child.returncode:
         raise SystemExit(f"load failed under {root}:\n{err[-2000:]}")
-    seconds, count = out.split()
-    return float(seconds), usage.ru_maxrss / 1024, int(count)  # ru_maxrss: KiB
+    seconds, count, peak = out.split()
+    return float(seconds), float(peak), int(count)
 
 
 def largest_trace() -> Path:
@@ -134,8 +138,10 @@ def write_cases(folder: Path, names: list[str], megabytes: int) -> None:
 
 
 def text_mb(path: Path) -> float:
-    raw = path.read_bytes()
-    return len(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw) / 1e6
+    with path.open("rb") as head:
+        gzipped = head.read(2) == b"\x1f\x8b"
+    with (gzip.open if gzipped else open)(path, "rb") as stream:
+        return sum(iter(lambda: len(stream.read(1 << 24)), 0)) / 1e6
 
 
 def main(argv=None) -> None:
