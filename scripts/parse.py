@@ -57,9 +57,9 @@ class EventSink(Protocol):
 
     def add_complete(self, cats: list[str], names: list[str], pids: list, tids: list,
                      starts: list[float], durations: list[float], bodies: list) -> None:
-        """Complete events in Kineto's layout, in file order: names and categories without
-        escapes, absolute times, durations clamped at 0, and the text of each args object
-        without its braces (None without args) for `int_args`."""
+        """Complete events in Kineto's layout, in file order: names and categories (escapes
+        undone, one string object per text), ids, absolute times, durations clamped at 0, and
+        the text of each args object inside its braces (None without args) for `int_args`."""
 
     def add_times(self, cats: list[str], starts: list[float], durations: list[float]) -> None:
         """Complete events of `times_only_cats`, in file order."""
