@@ -1,66 +1,48 @@
 """Reading a chrome trace (torch.profiler / Kineto JSON) as a stream, in time linear in its size.
 
-`read_trace(source, sink)` reads a path, "-" (stdin) or a binary file object: `.json` or gzip
-(told by the first bytes, several members allowed), UTF-8 with or without a byte-order mark,
-an object with `traceEvents` among its keys in any order or a top-level array, any spacing. It
-hands the events to a sink (the trace model's builder) and returns the other top-level keys.
-Standard library only, and no thread needed (Pyodide has none; elsewhere gzip is decompressed
-ahead in one).
+`read_trace(source, sink)` reads a path, "-" (stdin) or a binary file object (the text comes
+from `scripts.tracetext`): an object with `traceEvents` among its keys in any order, or a
+top-level array; any spacing. It hands the events to a sink (the trace model's builder) and
+returns the other top-level keys. Standard library only.
 
-How the events are read. The text is decoded a chunk at a time. From a position known to be
-between two events, one `re.split` of the rest of the chunk matches whole events with one
-expression of alternatives: a complete event or a flow in Kineto's own key order (whose fields
-become columns, converted a column at a time), or any other JSON object (`_ANY_OBJECT`: strings
-read escape by escape, nesting up to `_NESTING` levels), decoded by the C `json` decoder in one
-call per chunk. Every alternative matches one whole object exactly, and the text between two
-matches must be a bare comma: so the matches are exactly the events, in order, and the chunk is
-cut after the last one. Where that does not hold (an object nested deeper, an element that is not
-an object, a field that is not what Kineto writes, a string with an escape in a column, invalid
-JSON), the events are walked one by one from the last known boundary (`_value_end`: brackets
-counted outside strings) and decoded by `json`, which then says what is wrong and where. An event
-larger than the buffer makes the buffer grow geometrically. Each character is thus scanned a
-bounded number of times whatever the layout: sorted keys, pretty-printing, events without "ph",
-megabyte strings.
+How the events are read. From a position known to be between two events, one `re.split` of
+the text in the buffer (a megabyte or so) matches events with one expression of alternatives:
+a complete event or a flow in Kineto's own key order (whose fields become columns, converted a
+column at a time), or any other JSON object (`_ANY_OBJECT`: strings read escape by escape,
+nesting up to `_NESTING` levels), which the C `json` decoder reads in one call per chunk. Each
+alternative spans one whole object, and the text between two matches must be a bare comma, so
+the matches are the events, in order, and the buffer is cut after the last one. Where that does
+not hold (an object nested deeper, an element that is not an object, a field unlike Kineto's,
+invalid JSON), the events are walked one by one from the last boundary known (`_value_end`
+counts brackets outside strings) and `json` reads those the expression does not, saying what is
+wrong and where. An event larger than the buffer makes the buffer double until it fits. So each
+character is scanned a bounded number of times whatever the layout: sorted keys, pretty-printed,
+events without "ph", strings of megabytes (tests/test_parse.py times it).
 
-The Kineto alternatives check what they capture rather than spell out JSON's grammar (which
-would make the expression several times slower): no escape or control character in the names
-and categories they take, numbers that `float` reads, args without nested objects and with their
-quotes paired. So they never misplace a boundary; inside args the analysis does not read, they
-do not check JSON's syntax.
+The Kineto alternatives take names as `[^"]*+` and args as `[^}]*+`, the fastest the expression
+engine has, and `_Columns.check` checks after, in bulk, what could have ended a match inside a
+string: an escape in a name, a '}' inside a string in args (see `check`). What they read is what
+json reads from valid JSON. They are more lenient than json on what no producer writes: a raw
+control character in a name, a time that float reads and JSON does not (`.5`, `1_0`), broken
+syntax inside args are read, not refused.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
-import os
-import queue
 import re
-import stat
 import sys
-import threading
-import zlib
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import is_not
-from pathlib import Path
 from typing import Protocol
 
-CHUNK_BYTES = 1 << 20  # text decompressed and decoded at a time, and cut into events at a time
-_GZIP_READ_BYTES = 1 << 20  # compressed bytes read at a time
-# The decompressed size refused by default: gzip expands up to ~1000x, so a few megabytes can
-# hold gigabytes, and loaded events take about as much memory as their JSON text. 4 GiB is 70x
-# the largest trace we hold and 4x issue 11's 1 GB goal; a larger trace needs the limit raised.
-DEFAULT_MAX_BYTES = 4 << 30
-MAX_BYTES_ENV = "PROFILING_MAX_TRACE_BYTES"
-THREADED_GUNZIP = True  # decompress ahead in a thread where threads exist (tests turn it off)
+from scripts import tracetext
+from scripts.tracetext import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, Text, TraceError,  # noqa: F401
+                               max_bytes_default)
+
 _NESTING = 5  # levels of objects and arrays inside an event that `_ANY_OBJECT` matches
-
-
-class TraceError(ValueError):
-    """A file that cannot be read as a trace; the message is one line, fit for a user."""
 
 
 class EventSink(Protocol):
@@ -75,9 +57,9 @@ class EventSink(Protocol):
 
     def add_complete(self, cats: list[str], names: list[str], pids: list, tids: list,
                      starts: list[float], durations: list[float], bodies: list) -> None:
-        """Complete events in Kineto's layout, in file order: names and categories without
-        escapes, absolute times, durations clamped at 0, and the text of each args object
-        without its braces (None without args) for `int_args`."""
+        """Complete events in Kineto's layout, in file order: names and categories (escapes
+        undone, one string object per text), ids, absolute times, durations clamped at 0, and
+        the text of each args object inside its braces (None without args) for `int_args`."""
 
     def add_times(self, cats: list[str], starts: list[float], durations: list[float]) -> None:
         """Complete events of `times_only_cats`, in file order."""
@@ -86,303 +68,11 @@ class EventSink(Protocol):
         """Events read over without a field taken (flows)."""
 
 
-# --- the bytes: a path, stdin or a file object, gunzipped when they are gzip --------------------
+# --- JSON values in the text ------------------------------------------------------------------
 
 
-@dataclass
-class _Source:
-    name: str
-    read: Callable[[int], bytes]
-    size: int  # 0 when unknown (a pipe)
-    close: Callable[[], None]
-    reopen: Callable[[], _Source] | None = None  # a file can be read again (to say where)
-
-
-def _source(source) -> _Source:
-    if hasattr(source, "read"):  # a binary file object (sys.stdin.buffer, a pipe, an upload)
-        name = getattr(source, "name", None)
-        raw = getattr(source, "buffer", source)  # a text stream's bytes
-        return _Source(name if isinstance(name, str) else "<stream>", raw.read, _size_of(raw),
-                       lambda: None)
-    if str(source) == "-":
-        return _Source("<stdin>", sys.stdin.buffer.read, _size_of(sys.stdin.buffer), lambda: None)
-    path = Path(source)
-    with _readable(str(path)):
-        handle = path.open("rb")
-    size = _size_of(handle)
-    return _Source(str(path), handle.read, size, handle.close,
-                   (lambda: _source(path)) if size else None)  # a pipe cannot be read again
-
-
-def _size_of(handle) -> int:
-    try:
-        status = os.fstat(handle.fileno())
-    except (AttributeError, OSError, ValueError):
-        return 0
-    return status.st_size if stat.S_ISREG(status.st_mode) else 0
-
-
-class _readable:
-    """An OSError while opening or reading, as a one-line TraceError."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, err, _traceback):
-        if kind is None or not issubclass(kind, OSError):
-            return False
-        if isinstance(err, FileNotFoundError):
-            raise TraceError(f"{self.name}: no such file") from None
-        if isinstance(err, IsADirectoryError):
-            raise TraceError(f"{self.name}: is a directory, not a trace file") from None
-        raise TraceError(f"{self.name}: cannot read ({err.strerror or err})") from None
-
-
-class _Counted:
-    """The source's bytes, counting those read, the first ones peeked at (a pipe cannot seek)."""
-
-    def __init__(self, source: _Source):
-        self.source = source
-        self.count = 0
-        with _readable(source.name):
-            self.head = source.read(CHUNK_BYTES) or b""
-            while 0 < len(self.head) < 2:  # enough to tell gzip (a pipe may give less)
-                more = source.read(CHUNK_BYTES) or b""
-                if not more:
-                    break
-                self.head += more
-
-    def read(self, size: int) -> bytes:
-        if self.head:
-            data, self.head = self.head, b""
-        else:
-            with _readable(self.source.name):
-                data = self.source.read(size) or b""
-        self.count += len(data)
-        return data
-
-
-def _gunzipped(read: Callable[[int], bytes]):
-    """The decompressed content of gzip data, as `GzipFile` reads it (several members, zero
-    padding after them), in chunks of at most CHUNK_BYTES (memoryviews). Raises EOFError,
-    OSError or zlib.error on data that is truncated or corrupt."""
-    data = b""
-    while True:  # one gzip member
-        member = zlib.decompressobj(wbits=31)
-        while not member.eof:
-            if not data:
-                data = read(_GZIP_READ_BYTES)
-                if not data:
-                    raise EOFError("compressed file ended before the end of a member")
-            text = memoryview(member.decompress(data, 8 * CHUNK_BYTES))
-            data = member.unconsumed_tail
-            for start in range(0, len(text), CHUNK_BYTES):
-                yield text[start:start + CHUNK_BYTES]
-        data = member.unused_data
-        while not data.lstrip(b"\0"):  # zero padding, then the end or another member
-            more = read(_GZIP_READ_BYTES)
-            if not more:
-                return
-            data = more
-        data = data.lstrip(b"\0")
-        if len(data) < 2:
-            data += read(_GZIP_READ_BYTES)
-        if not data.startswith(b"\x1f\x8b"):
-            raise OSError("not a gzipped file after a member")
-
-
-class _Ahead:
-    """`_gunzipped` run in a thread, a few chunks ahead: zlib lets go of the interpreter while it
-    works, so the parser runs meanwhile. Chunks and the count of compressed bytes behind them
-    come through C-level queues (a second queue of tokens bounds how far ahead it runs)."""
-
-    AHEAD = 8
-
-    def __init__(self, counted: _Counted):
-        self.counted = counted
-        self.chunks: queue.SimpleQueue = queue.SimpleQueue()
-        self.tokens: queue.SimpleQueue = queue.SimpleQueue()
-        for _ in range(self.AHEAD):
-            self.tokens.put(True)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()  # RuntimeError where there are no threads
-
-    def __iter__(self):
-        while True:
-            chunk, count = self.chunks.get()
-            self.tokens.put(True)
-            if isinstance(chunk, BaseException):
-                raise chunk
-            yield chunk, count
-            if not chunk:
-                return
-
-    def close(self) -> None:
-        self.tokens.put(False)  # stop at the next chunk
-        self.thread.join()
-
-    def _run(self) -> None:
-        put, take, counted = self.chunks.put, self.tokens.get, self.counted
-        try:
-            for chunk in _gunzipped(counted.read):
-                if not take():
-                    return
-                put((chunk, counted.count))
-            item = b""
-        except Exception as err:  # handed to the reader, which raises it
-            item = err
-        if take():
-            put((item, counted.count))
-
-
-def _chunks(counted: _Counted, gzipped: bool):
-    """(bytes, source bytes read so far) pairs, the last one (b"", total); the iterator, and a
-    function that stops it."""
-    if not gzipped:
-        def plain():
-            while True:
-                chunk = counted.read(CHUNK_BYTES)
-                yield chunk, counted.count
-                if not chunk:
-                    return
-        return plain(), lambda: None
-    if THREADED_GUNZIP and sys.platform != "emscripten":
-        try:
-            ahead = _Ahead(counted)
-            return iter(ahead), ahead.close
-        except RuntimeError:  # no threads here
-            pass
-
-    def inline():
-        for chunk in _gunzipped(counted.read):
-            yield chunk, counted.count
-        yield b"", counted.count
-    return inline(), lambda: None
-
-
-def max_bytes_default() -> int:
-    """The limit on decompressed size: PROFILING_MAX_TRACE_BYTES (bytes, or with a K/M/G
-    suffix: 8G), else DEFAULT_MAX_BYTES."""
-    text = os.environ.get(MAX_BYTES_ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_BYTES
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", text.lower())
-    if not match:
-        raise TraceError(f"{MAX_BYTES_ENV}={text!r} is not a size (bytes, or 500M, 8G)")
-    return int(float(match.group(1)) * 1024 ** " kmgt".index(match.group(2) or " "))
-
-
-def format_bytes(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:g} {unit}"
-    return f"{size} bytes"
-
-
-# --- the text: a buffer refilled on demand, and where a position is in the file ------------------
-
-
-class _Text:
-    """The decoded text, a window of it at a time: `buf[pos:]` is still to be read."""
-
-    def __init__(self, source: _Source, progress, max_bytes: int):
-        self.name = source.name
-        self.progress = progress
-        self.size = source.size
-        self.max_bytes = max_bytes
-        counted = _Counted(source)
-        gzipped = counted.head[:2] == b"\x1f\x8b"
-        self.chunks, self.close = _chunks(counted, gzipped)
-        self.unpacked = " once decompressed" if gzipped else ""
-        self.decoder = codecs.getincrementaldecoder("utf-8")()
-        self.bytes = 0  # decoded so far
-        self.buf = ""
-        self.pos = 0
-        self.eof = False
-        self.first = True
-        self.source = source
-        self.offset = 0  # characters before buf
-
-    def fail(self, what: str) -> TraceError:
-        return TraceError(f"{self.name}: {what}")
-
-    def fill(self, chars: int) -> None:
-        """Have at least `chars` characters after pos (fewer at the end of the file), the text
-        before pos dropped. The chunks are joined once: a value larger than a chunk costs one
-        copy per doubling of the buffer, not one per chunk."""
-        if self.eof or len(self.buf) - self.pos >= chars:
-            return
-        self.offset += self.pos
-        pieces = [self.buf[self.pos:]]
-        have = len(pieces[0])
-        while not self.eof and have < chars:
-            text = self._next_text()
-            pieces.append(text)
-            have += len(text)
-        self.buf = "".join(pieces)
-        self.pos = 0
-
-    def _next_text(self) -> str:
-        try:
-            chunk, done = next(self.chunks)
-        except (EOFError, OSError, zlib.error):
-            raise self.fail("gzip data is truncated or corrupt") from None
-        self.bytes += len(chunk)
-        if self.bytes > self.max_bytes:
-            raise self.fail(f"larger than {format_bytes(self.max_bytes)}{self.unpacked}, the limit "
-                            f"on a trace's size (raise it with {MAX_BYTES_ENV}=<bytes>, e.g. 8G)")
-        try:
-            text = self.decoder.decode(chunk, final=not chunk)
-        except UnicodeDecodeError as err:
-            if not chunk and err.reason == "unexpected end of data":
-                raise self.fail("truncated (ends inside a UTF-8 character)") from None
-            raise self.fail("not a trace (binary data, not JSON)") from None
-        if self.first and text:
-            text = text.removeprefix("\ufeff")  # a byte-order mark
-            self.first = False
-        self.eof = not chunk
-        if self.progress is not None:
-            self.progress(done, self.size)
-        return text
-
-    def peek(self) -> str:
-        """Skip whitespace; the next character, '' at the end of the file."""
-        while True:
-            self.pos = _SPACE.match(self.buf, self.pos).end()
-            if self.pos < len(self.buf) or self.eof:
-                return self.buf[self.pos:self.pos + 1]
-            self.fill(1)
-
-    def where(self, index: int) -> str:
-        """Where buf[index] is: line and column (from 1), counted by reading the file again up
-        to there (counting lines as it reads would slow every read), else its character."""
-        at = self.offset + index
-        if self.source.reopen is not None:
-            try:
-                again = _Text(self.source.reopen(), None, self.max_bytes)
-            except TraceError:
-                again = None
-            if again is not None:
-                try:
-                    read = lines = 0
-                    line_start = 0
-                    while read < at and not again.eof:
-                        part = again._next_text()[:at - read]
-                        lines += part.count("\n")
-                        if "\n" in part:
-                            line_start = read + part.rfind("\n") + 1
-                        read += len(part)
-                    if read == at:
-                        return f"line {lines + 1}, column {at - line_start + 1}"
-                except TraceError:
-                    pass
-                finally:
-                    again.close()
-                    again.source.close()
-        return f"character {at + 1}"
+class _Reader(Text):
+    """The text, read as JSON values."""
 
     def value_end(self, start: int, where: str) -> int:
         """The end of the JSON value at buf[start] (after whitespace), reading as much as it
@@ -395,9 +85,18 @@ class _Text:
             if self.eof:
                 raise self.fail(f"truncated (ends {where})")
             offset = start - self.pos
-            want = max(2 * want, CHUNK_BYTES)
+            want = self.grown(max(2 * want, tracetext.CHUNK_BYTES))
             self.fill(want)
             start = self.pos + offset
+
+    def grown(self, want: int) -> int:
+        """`want` characters of buffer, for one value: refused past 1/16 of the size limit (what
+        bounds the memory a gzip bomb of one long string takes)."""
+        if want > self.max_bytes // 16 and want > 2 * tracetext.CHUNK_BYTES:
+            raise self.fail(f"one value larger than {tracetext.format_bytes(self.max_bytes // 16)}"
+                            f", 1/16 of the limit on a trace's size (raise it with "
+                            f"{MAX_BYTES_ENV}=<bytes>, e.g. 8G)")
+        return want
 
     def decode(self, start: int, end: int, where: str):
         """json's reading of buf[start:end], or a TraceError that says where it is wrong."""
@@ -419,7 +118,6 @@ class _Text:
         return value
 
 
-_SPACE = re.compile(r"[ \t\n\r]*")
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'  # a JSON string, escapes and all
 # Text up to the next bracket or the next string that does not end in the text.
 _TO_BRACKET = re.compile(rf'[^"{{}}\[\]]*+(?:{_STRING}[^"{{}}\[\]]*+)*+')
@@ -429,12 +127,13 @@ _SCALAR_AT = re.compile(r'[^\s,:\]}{\["]*+')
 
 def _nested(levels: int) -> str:
     """The inside of an object or array: text, strings, and objects and arrays inside them, up
-    to `levels` deep (possessive: never backtracks)."""
+    to `levels` deep (possessive: never backtracks). An opening bracket is closed by either
+    kind: this only delimits, json then reads (and refuses '[1}'); one expression per level
+    keeps it small (one for each kind would double it at every level)."""
     flat = rf'[^"{{}}\[\]]*+(?:{_STRING}[^"{{}}\[\]]*+)*+'
     if levels == 0:
         return flat
-    inner = _nested(levels - 1)
-    return rf'{flat}(?:(?:\{{{inner}\}}|\[{inner}\]){flat})*+'
+    return rf'{flat}(?:[{{\[]{_nested(levels - 1)}[}}\]]{flat})*+'
 
 
 # Any object, nested up to _NESTING levels. It only starts where an object can (a key or '}'
@@ -442,7 +141,7 @@ def _nested(levels: int) -> str:
 # scans a long string from inside it more than once.
 _OBJECT_REST = rf'(?=[ \t\n\r]*+["}}]){_nested(_NESTING)}\}}'  # after its '{'
 _ANY_OBJECT = rf"\{{{_OBJECT_REST}"
-_ANY_VALUE = re.compile(rf'{_ANY_OBJECT}|\[{_nested(_NESTING)}\]')
+_ANY_VALUE = re.compile(rf'{_ANY_OBJECT}|\[{_nested(_NESTING)}[}}\]]')
 
 
 def _value_end(buf: str, start: int, end: int, eof: bool) -> int:
@@ -450,7 +149,8 @@ def _value_end(buf: str, start: int, end: int, eof: bool) -> int:
     `end`. Delimits only: json says later whether the value is valid."""
     char = buf[start:start + 1]
     if char in ("{", "["):
-        match = _ANY_VALUE.match(buf, start, end) if end - start <= CHUNK_BYTES else None
+        small = end - start <= tracetext.CHUNK_BYTES  # else walked: one scan, not two
+        match = _ANY_VALUE.match(buf, start, end) if small else None
         if match:
             return match.end()
         depth, pos = 0, start  # deeper than _ANY_VALUE goes, or not all in buf
@@ -481,10 +181,10 @@ def read_trace(source, sink: EventSink, progress: Callable[[int, int], None] | N
     total)`: bytes of the source read and its size (0 when unknown), after each chunk.
     `max_bytes`: the decompressed size refused (default `max_bytes_default()`)."""
     limit = max_bytes_default() if max_bytes is None else max_bytes
-    src = _source(source)
+    src = tracetext.open_source(source)
     sink.source = src.name
     try:
-        text = _Text(src, progress, limit)
+        text = _Reader(src, progress, limit)
         try:
             return _document(text, sink)
         finally:
@@ -493,7 +193,7 @@ def read_trace(source, sink: EventSink, progress: Callable[[int, int], None] | N
         src.close()
 
 
-def _document(text: _Text, sink: EventSink) -> dict:
+def _document(text: _Reader, sink: EventSink) -> dict:
     first = text.peek()
     if first == "[":  # the JSON Array Format of the trace-event spec
         text.pos += 1
@@ -512,7 +212,7 @@ def _document(text: _Text, sink: EventSink) -> dict:
     return metadata
 
 
-def _top_object(text: _Text, sink: EventSink) -> dict:
+def _top_object(text: _Reader, sink: EventSink) -> dict:
     """The top-level object after its '{', streaming traceEvents; the other keys."""
     metadata: dict = {}
     has_events = False
@@ -547,7 +247,7 @@ def _top_object(text: _Text, sink: EventSink) -> dict:
     return metadata
 
 
-def _unexpected(text: _Text, where: str) -> TraceError:
+def _unexpected(text: _Reader, where: str) -> TraceError:
     found = text.peek()
     if not found:
         return text.fail(f"truncated (ends {where})")
@@ -608,7 +308,8 @@ def _events_pattern(colon: str, comma: str, times_only_cats: tuple[str, ...]) ->
 
 
 _LAYOUTS = (_Layout(":", ","), _Layout(": ", r",\s*+"))
-_ANY_ONLY = re.compile(rf"\{{(?P<other>{_OBJECT_REST})")  # no "ph" in sight: Kineto's alternatives are moot
+# No "ph" in sight (sorted keys, none at all): only "any object".
+_ANY_ONLY = re.compile(rf"\{{(?P<other>{_OBJECT_REST})")
 _COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _FIRST = re.compile(r"[ \t\n\r]*")
 # The characters of JSON's numbers, which bytes.translate deletes (a tight loop) to see
@@ -619,7 +320,7 @@ _NUMBER_BYTES = b"0123456789.-+eE \t\n\r"
 class _Events:
     """The traceEvents array, from after its '[' to after its ']'."""
 
-    def __init__(self, text: _Text, sink: EventSink):
+    def __init__(self, text: _Reader, sink: EventSink):
         self.text = text
         self.sink = sink
         self.ids: dict[str, object] = {}  # pid/tid as written -> value
@@ -628,7 +329,7 @@ class _Events:
     def read(self) -> None:
         text = self.text
         first = True  # before the first event: no comma
-        want = CHUNK_BYTES
+        want = chunk = tracetext.CHUNK_BYTES
         while True:
             text.fill(want)
             found = text.peek()
@@ -639,18 +340,18 @@ class _Events:
                 raise text.fail("truncated (ends inside traceEvents)")
             if not first and found != ",":
                 raise _unexpected(text, "between events")
-            if want > CHUNK_BYTES:  # an event larger than the buffer: walk it alone
+            if want > chunk:  # an event larger than the buffer: walk it alone
                 cut = self._walked(text.pos, first, None, one=True)
             else:
                 cut = self._segment(text.pos, first)
             if cut > text.pos:
                 text.pos = cut
                 first = False
-                want = CHUNK_BYTES
+                want = chunk
             elif text.eof:
                 raise text.fail("truncated (ends inside traceEvents)")
             else:
-                want = 2 * max(want, len(text.buf) - text.pos)
+                want = text.grown(2 * max(want, len(text.buf) - text.pos))
 
     def _pattern(self, pos: int) -> re.Pattern:
         """The expression for the events at pos: Kineto's layout as the first "ph" spells it."""
@@ -672,7 +373,7 @@ class _Events:
         if not count or not (_FIRST if first else _COMMA).fullmatch(between[0]):
             return self._walked(pos, first, pattern)
         rest = len(between[count])  # after the last event
-        if not all(map(_COMMA.fullmatch, set(between[1:count]))):
+        if not _all_commas(between[1:count]):
             # Matches after text that is not a comma: inside an event that no alternative
             # matched (nested deeper, or the last one, not all in the buffer: its args object
             # is whole). The matches before it are events; when those after it are all "any
@@ -805,6 +506,13 @@ class _Events:
             sink.add_complete(*(c[complete_done:] for c in columns.complete))
 
 
+def _all_commas(texts: list[str]) -> bool:
+    """Whether every text is a comma with spaces (as a rule all alike: compared, not hashed)."""
+    if not texts or texts.count(texts[0]) == len(texts):
+        return not texts or _COMMA.fullmatch(texts[0]) is not None
+    return all(map(_COMMA.fullmatch, set(texts)))
+
+
 def _spans_one_event(match: re.Match) -> bool:
     """Whether a match spans one event exactly: what `_Columns.check` checks in bulk of the
     names, args and flows, that would otherwise end the match inside a string."""
@@ -919,7 +627,7 @@ def _texts(column: list[str], texts: dict) -> list[str]:
     does not read, as where a backslash escapes the quote that ended the match), one string
     object per text."""
     found = list(map(texts.get, column))
-    if None in found:
+    if not all(found):  # new texts (or empty ones)
         for raw in set(column).difference(texts):
             texts[raw] = json.loads(f'"{raw}"') if "\\" in raw else raw
         found = list(map(texts.__getitem__, column))

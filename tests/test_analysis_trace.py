@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import parse as parse_module
+from scripts import tracetext
 from scripts.analysis import TIMES_ONLY_KINDS, facts
 from scripts.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
@@ -38,7 +38,7 @@ def assert_same_as_json_read(path: Path):
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of a few hundred bytes: every event crosses a chunk boundary somewhere."""
-    monkeypatch.setattr(parse_module, "CHUNK_BYTES", 700)
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", 700)
 
 
 def write_json(path: Path, data, **dump_args) -> Path:
@@ -143,7 +143,7 @@ def test_json_array_format(tmp_path):
 
 
 def test_progress_reaches_the_file_size(tmp_path, monkeypatch):
-    monkeypatch.setattr(parse_module, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", 4096)
     path = write_trace(synth_trace(SYNTH_SPECS["cuda"]), tmp_path / "t.json.gz")
     seen = []
     load_trace(path, progress=lambda done, total: seen.append((done, total)))

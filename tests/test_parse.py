@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import parse
+from scripts import parse, tracetext
 from scripts.analysis import facts
 from scripts.trace import TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
@@ -37,7 +37,7 @@ def real() -> dict:
 
 @pytest.fixture(params=[False, True], ids=["inline_gunzip", "threaded_gunzip"])
 def threaded(request, monkeypatch):
-    monkeypatch.setattr(parse, "THREADED_GUNZIP", request.param)
+    monkeypatch.setattr(tracetext, "THREADED_GUNZIP", request.param)
 
 
 def rows(trace) -> list[tuple]:
@@ -138,7 +138,7 @@ def test_reshaped_real_trace_reads_as_json_reads_it(tmp_path, real, reshape, chu
     text, data = RESHAPES[reshape](real)
     path = tmp_path / "t.json"
     if chunk == "small_chunks_gzip":  # every event crosses a chunk boundary somewhere
-        monkeypatch.setattr(parse, "CHUNK_BYTES", 1000)
+        monkeypatch.setattr(tracetext, "CHUNK_BYTES", 1000)
         path = tmp_path / "t.json.gz"
         half = len(text) // 2  # two gzip members, split mid-text
         path.write_bytes(gzip.compress(text[:half].encode()) + gzip.compress(text[half:].encode()))
@@ -171,7 +171,7 @@ def test_lean_loads_of_reshaped_traces_agree(tmp_path, real):
 def test_escapes_and_odd_numbers_read_as_json_reads_them(tmp_path, monkeypatch):
     """Events in Kineto's layout whose names, args or numbers the columns do not take: json
     reads them, in their place among the others (ties in start and duration keep file order)."""
-    monkeypatch.setattr(parse, "CHUNK_BYTES", 400)
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", 400)
     data = two_steps()
     base = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 40, "dur": 5,
             "args": {"stream": 7, "correlation": 1}}
@@ -221,7 +221,7 @@ def test_braces_inside_strings_of_kineto_events(tmp_path, monkeypatch, lean):
     skip = frozenset({"python"}) if lean else frozenset()
     reference = build_trace(read_json(path), source=str(path), skip_kinds=skip)
     for chunk in range(150, 1200, 7):
-        monkeypatch.setattr(parse, "CHUNK_BYTES", chunk)
+        monkeypatch.setattr(tracetext, "CHUNK_BYTES", chunk)
         same_trace(load_trace(path, skip_kinds=skip), reference)
 
 
@@ -242,6 +242,8 @@ def test_reads_a_pipe_stdin_and_a_file_object(tmp_path, real, threaded):
             assert rows(load_trace(stream)) == reference
         writer.join()
         assert rows(load_trace(io.BytesIO(data))) == reference
+    with pytest.raises(TraceError, match="opened as text"):
+        load_trace(io.StringIO(text.decode()))
 
     fifo = tmp_path / "fifo"  # what process substitution hands over: a path that is a pipe
     os.mkfifo(fifo)
@@ -259,23 +261,38 @@ def test_reads_a_pipe_stdin_and_a_file_object(tmp_path, real, threaded):
         assert json.loads(done.stdout) == [len(reference), load_trace(REAL).origin_us]
 
 
+def test_reads_gzip_where_threads_cannot_start(monkeypatch):
+    """Pyodide has no threads: Thread.start raises RuntimeError, and gzip is read inline."""
+    def no_threads(self):
+        raise RuntimeError("can't start new thread")
+
+    started = []
+    monkeypatch.setattr(tracetext.threading.Thread, "start", no_threads)
+    monkeypatch.setattr(tracetext, "_gunzipped", lambda read, real=tracetext._gunzipped: (
+        started.append(1) or real(read)))
+    assert rows(load_trace(REAL)) == rows(build_trace(read_json(REAL)))
+    assert started == [1]
+
+
 def test_progress_counts_source_bytes_and_says_when_the_size_is_unknown(tmp_path):
     seen = []
-    load_trace(io.BytesIO(REAL.read_bytes()), progress=lambda done, total: seen.append((done, total)))
+    load_trace(io.BytesIO(REAL.read_bytes()), progress=lambda *done_total: seen.append(done_total))
     assert seen[-1] == (REAL.stat().st_size, 0)  # a file object without a file: size unknown
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
 def test_decompressed_size_limit(tmp_path, monkeypatch, threaded):
-    # 40 MB of JSON in 40 kB of gzip: refused at the limit, before it is all decompressed.
+    # 40 MB of events in 60 kB of gzip: refused at the limit, before they are all read.
+    event = b'{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
     bomb = tmp_path / "bomb.json.gz"
-    bomb.write_bytes(gzip.compress(b'{"traceEvents": [], "pad": "' + b" " * 40_000_000 + b'"}'))
+    bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + event * (40_000_000 // len(event))
+                                   + b"{}]}"))
     start = time.perf_counter()
     with pytest.raises(TraceError) as error:
         load_trace(bomb, max_bytes=4 << 20)
     message = str(error.value)
     assert message.startswith(f"{bomb}: ") and "\n" not in message
-    assert "4 MiB once decompressed" in message and parse.MAX_BYTES_ENV in message
+    assert "larger than 4 MiB once decompressed" in message and parse.MAX_BYTES_ENV in message
     assert time.perf_counter() - start < 5
     monkeypatch.setenv(parse.MAX_BYTES_ENV, "2M")
     with pytest.raises(TraceError, match="larger than 2 MiB once decompressed"):
@@ -293,14 +310,32 @@ def test_decompressed_size_limit(tmp_path, monkeypatch, threaded):
     assert parse.max_bytes_default() == parse.DEFAULT_MAX_BYTES == 4 << 30
 
 
+@pytest.mark.parametrize("where", ["metadata", "event"])
+def test_one_huge_value_is_refused_before_it_is_all_in_memory(tmp_path, where):
+    """A gzip bomb of one long string: the buffer holds whole values, so one may take at most
+    1/16 of the size limit."""
+    pad = b'"' + b" " * 40_000_000 + b'"'
+    content = (b'{"pad": ' + pad + b', "traceEvents": []}' if where == "metadata"
+               else b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "name": ' + pad + b"}]}")
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(content))
+    with pytest.raises(TraceError) as error:
+        load_trace(bomb, max_bytes=64 << 20)
+    message = str(error.value)
+    assert message.startswith(f"{bomb}: one value larger than 4 MiB, 1/16 of the limit")
+    assert parse.MAX_BYTES_ENV in message and "\n" not in message
+    trace = load_trace(bomb, max_bytes=1 << 30)  # a limit of 1 GiB: values up to 64 MiB
+    assert len(trace.events[0].name if where == "event" else trace.metadata["pad"]) == 40_000_000
+
+
 def cut_points(size: int, count: int, seed: int) -> list[int]:
     rng = random.Random(seed)
     return sorted({rng.randrange(1, size) for _ in range(count)})
 
 
-@pytest.mark.parametrize("chunk", [parse.CHUNK_BYTES, 64])
+@pytest.mark.parametrize("chunk", [tracetext.CHUNK_BYTES, 64])
 def test_truncation_anywhere_is_a_trace_error(tmp_path, chunk, monkeypatch):
-    monkeypatch.setattr(parse, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", chunk)
     data = two_steps()
     data["traceEvents"][2]["name"] = "naïve ✓ op"  # cuts inside multi-byte characters too
     data["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": "x" * 300, "pid": 1,
@@ -350,7 +385,8 @@ BAD = {
     "bad_key": (b'{"traceEvents": [], 3: 4}', "unexpected '3'"),
     "deep": (b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}",
              "nested too deeply"),
-    "corrupt_gzip": (gzip.compress(b'{"traceEvents": []}')[:-8] + b"\0" * 8, "truncated or corrupt"),
+    "corrupt_gzip": (gzip.compress(b'{"traceEvents": []}')[:-8] + b"\0" * 8,
+                     "truncated or corrupt"),
 }
 
 
@@ -416,7 +452,7 @@ def test_time_grows_linearly_with_size(tmp_path, layout, monkeypatch):
     """4x the events in at most 8x the time (a quadratic reader takes 16x; the old splitter
     took 126 s for 20k sorted-key events). Chunks of 64 KB, so that both sizes take many; the
     fastest of three runs each, in turns."""
-    monkeypatch.setattr(parse, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", 1 << 16)
     paths = {n: tmp_path / f"{n}.json" for n in (5_000, 20_000)}
     for n, path in paths.items():
         path.write_text(LAYOUTS[layout](n))

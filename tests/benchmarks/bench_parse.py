@@ -14,7 +14,8 @@ into a temporary folder and imported from there; "after" is this checkout. The c
   with `indent=2`, and without the "ph" key (every event then is no complete event: both sides
   refuse the file, the time is the time to refuse it).
 
-Times are the median of the runs, memory the largest peak resident set; a load that runs past
+Times are the median of the runs, memory the largest peak resident set (the child's own, from
+/proc: Linux only); a load that runs past
 `--timeout` seconds is stopped and shown as `>S`. Not a test: the machine's load moves both
 columns; compare them, from one run.
 """
@@ -44,13 +45,17 @@ try:
     count = trace.event_count
 except TraceError:
     count = -1
-print(time.perf_counter() - start, count)
+seconds = time.perf_counter() - start
+with open("/proc/self/status") as status:  # this process's own peak (rusage's counts the parent's
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM"))  # before exec)
+print(seconds, count, int(peak) / 1024)
 """
 
 
 def baseline_ref() -> str:
-    added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", "scripts/parse.py"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    added = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "scripts/parse.py"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     return f"{added[-1]}^" if added else "HEAD"
 
 
@@ -67,7 +72,7 @@ def measure(root: Path, trace: Path, timeout: float) -> tuple[float | None, floa
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout
     while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() > deadline:
@@ -79,8 +84,8 @@ def measure(root: Path, trace: Path, timeout: float) -> tuple[float | None, floa
     out, err = child.stdout.read(), child.stderr.read()
     if child.returncode:
         raise SystemExit(f"load failed under {root}:\n{err[-2000:]}")
-    seconds, count = out.split()
-    return float(seconds), usage.ru_maxrss / 1024, int(count)  # ru_maxrss: KiB
+    seconds, count, peak = out.split()
+    return float(seconds), float(peak), int(count)
 
 
 def largest_trace() -> Path:
@@ -90,8 +95,8 @@ def largest_trace() -> Path:
 def make_cases(folder: Path, names: list[str], megabytes: int) -> dict[str, Path]:
     """The case files, written by a child process: this one stays small, and so does the
     peak memory that each load's process starts with."""
-    subprocess.run([sys.executable, __file__, "--write-cases", str(folder), "--cases", ",".join(names),
-                    "--mb", str(megabytes)], check=True)
+    subprocess.run([sys.executable, __file__, "--write-cases", str(folder),
+                    "--cases", ",".join(names), "--mb", str(megabytes)], check=True)
     return {name: (largest_trace() if name == "committed" else folder / CASE_FILES[name])
             for name in names}
 
@@ -116,7 +121,8 @@ def write_cases(folder: Path, names: list[str], megabytes: int) -> None:
             for i in range(count):
                 copy, event = divmod(i, len(events))
                 e = events[event]
-                out.append({**e, "ts": e["ts"] + copy * (span + 1000.0)} if copy and "ts" in e else e)
+                shifted = copy and "ts" in e
+                out.append({**e, "ts": e["ts"] + copy * (span + 1000.0)} if shifted else e)
             text = json.dumps({**{k: v for k, v in data.items() if k != "traceEvents"},
                                "traceEvents": out}, indent=2)
             path.write_bytes(gzip.compress(text.encode(), compresslevel=1))
@@ -132,8 +138,10 @@ def write_cases(folder: Path, names: list[str], megabytes: int) -> None:
 
 
 def text_mb(path: Path) -> float:
-    raw = path.read_bytes()
-    return len(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw) / 1e6
+    with path.open("rb") as head:
+        gzipped = head.read(2) == b"\x1f\x8b"
+    with (gzip.open if gzipped else open)(path, "rb") as stream:
+        return sum(iter(lambda: len(stream.read(1 << 24)), 0)) / 1e6
 
 
 def main(argv=None) -> None:
