@@ -63,3 +63,16 @@ def built_site(tmp_path_factory) -> Path:
     done = mkdocs_build(project)
     assert done.returncode == 0, f"strict build failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     return project / "site"
+
+
+def all_strings(obj):
+    """Every string in a decoded JSON value, keys included (for leak checks)."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield key
+            yield from all_strings(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from all_strings(item)

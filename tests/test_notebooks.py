@@ -7,6 +7,8 @@ IPython (the test extra) and runs one cell on the CPU.
 
 from __future__ import annotations
 
+from tests.conftest import all_strings  # noqa: E402
+
 import hashlib
 import json
 import re
@@ -45,18 +47,6 @@ def text(output: dict) -> str:
 
 def example_cells(nb: dict) -> list[dict]:
     return [c for c in nb["cells"] if c["cell_type"] == "code" and source(c).startswith(notebooks.RUN_PREFIX + " ")]
-
-
-def all_strings(obj):
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for key, value in obj.items():
-            yield key
-            yield from all_strings(value)
-    elif isinstance(obj, list):
-        for item in obj:
-            yield from all_strings(item)
 
 
 # --- the committed files ---------------------------------------------------------------------------

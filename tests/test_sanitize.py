@@ -4,6 +4,8 @@ keeps every kernel name, op name, shape and version; the committed traces pass t
 
 from __future__ import annotations
 
+from tests.conftest import all_strings  # noqa: E402
+
 import getpass
 import gzip
 import json
@@ -89,18 +91,6 @@ def secrets(host: str, user: str) -> list[str]:
 
 def names_in(text: str, names: list[str]) -> list[str]:
     return [n for n in names if re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", text, re.I)]
-
-
-def all_strings(obj):
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for key, value in obj.items():
-            yield key
-            yield from all_strings(value)
-    elif isinstance(obj, list):
-        for item in obj:
-            yield from all_strings(item)
 
 
 def pretend(monkeypatch, host: str, user: str, home: str) -> None:
