@@ -11,11 +11,11 @@ export NO_MKDOCS_2_WARNING := 1
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	touch $@
 
 $(TEST_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[docs,test]'
 	touch $@
 
 # The in-browser analyzer's Pyodide, pinned in scripts/vendor_pyodide.py: fetched once with npm into

@@ -1,4 +1,4 @@
-from scripts.cli import main
-from scripts.console import run_main
+from .cli import main
+from .console import run_main
 
 run_main(main)

@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import accumulate, compress, repeat
 from operator import add, and_, attrgetter, eq, ge, gt, is_not, lt, sub
 
-from scripts.intervals import Merged, covered, intersection, union_of_times
-from scripts.trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
+from .intervals import Merged, covered, intersection, union_of_times
+from .trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
 
 # HTA's `consecutive_kernel_delay` default: a gap shorter than this between two activities on a
 # stream, not caused by the host, is the GPU's own launch latency ("kernel wait"). HTA's docstring

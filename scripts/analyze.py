@@ -18,15 +18,16 @@ import os
 import sys
 from pathlib import Path
 
-if not __package__:  # run as a file path: make the `scripts` package importable
+if not __package__:  # run as a file path: import this folder as the package it is
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = Path(__file__).resolve().parent.name  # noqa: A001 (relative imports need it)
 
-from scripts.analysis import (TIMES_ONLY_KINDS, TraceFacts, facts, steady_step,  # noqa: E402
-                               summary_text)
-from scripts.blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
-from scripts.console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
-                             run_main, unescaped)
-from scripts.trace import Trace, TraceError, load_trace, paused_gc, select_window  # noqa: E402
+from .analysis import (TIMES_ONLY_KINDS, TraceFacts, facts, steady_step,  # noqa: E402
+                        summary_text)
+from .blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
+from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
+                      run_main, unescaped)
+from .trace import Trace, TraceError, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
 STDIN = "-"  # load_trace reads standard input for this string (a Path would be a file named -)
@@ -34,11 +35,12 @@ STDIN_NAME = "<stdin>"
 STEADY = "steady"  # --step steady: each trace's steady-state step (scripts.analysis.steady_step)
 DIFF_SVG_NAMES = ("before.svg", "after.svg")
 TracePath = Path | str  # a Path, or STDIN
+PROG = "analyze.py"  # the installed console command calls itself by its own name (cli)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = ArgumentParser(
-        prog="analyze.py",
+        prog=PROG,
         description=__doc__.split("\n\n")[0],
         epilog="Times are microseconds from the trace's first event. Exit status 2: a file "
                "could not be read as a trace, or an argument or output path cannot be used "
@@ -190,7 +192,7 @@ def _bad_input(path: TracePath, err: Exception) -> int:
 def _diff(args: argparse.Namespace) -> int:
     """Compare BEFORE and AFTER: the deltas as text or one JSON object, and with --svg both
     timelines on one time scale in the directory OUT."""
-    from scripts.diff import diff, diff_text
+    from .diff import diff, diff_text
 
     problem = _unwritable(args.svg, several=True) if args.svg else None
     if problem:
@@ -216,7 +218,7 @@ def _diff(args: argparse.Namespace) -> int:
 def _diff_timelines(args: argparse.Namespace, sides: list) -> int:
     """before.svg and after.svg in OUT, on one time scale: of the window described, or else of
     each trace's steady step (the whole trace without numbered steps)."""
-    from scripts.timeline import render_timeline, shared_span_us
+    from .timeline import render_timeline, shared_span_us
 
     given = args.step is not None or args.window is not None
     windows = []
@@ -289,7 +291,7 @@ def render_window(trace: Trace, trace_facts: TraceFacts, step: int | None, windo
     """The annotated timeline of ProfilerStep#`step`, or of `window` ((start, end)), or by
     default of the first step. `trace_facts` describe the step or window when one is given; for
     the default one the picture's headline gets facts of its own."""
-    from scripts.timeline import render_timeline  # only --svg needs the renderer
+    from .timeline import render_timeline  # only --svg needs the renderer
 
     chosen = select_window(trace, step=step, window=window)
     given = step is not None or window is not None
@@ -345,6 +347,13 @@ def _progress_printer(path: TracePath):
               file=unescaped(sys.stderr), flush=True)
 
     return show
+
+
+def cli() -> None:
+    """The installed console command, `tracefacts` (pyproject's [project.scripts])."""
+    global PROG
+    PROG = "tracefacts"
+    run_main(main)
 
 
 if __name__ == "__main__":

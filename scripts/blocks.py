@@ -13,9 +13,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass
 
 # GAP_MIN_US: idle stretches shorter than this are not gaps (one definition, in analysis)
-from scripts.analysis import GAP_MIN_US, WindowFacts, facts_of_windows
-from scripts.intervals import gaps, total
-from scripts.trace import Trace, TraceError, Window
+from .analysis import GAP_MIN_US, WindowFacts, facts_of_windows
+from .intervals import gaps, total
+from .trace import Trace, TraceError, Window
 
 SWEEP_BLOCK = re.compile(r"^(eager|compile|graph) n=(\d+)$")
 PEAK_BLOCK = re.compile(r"^peak n=(\d+)$")

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.analysis import TraceFacts, facts, summary_text
-from scripts.analyze import strict_json
-from scripts.markup import Markup, h, td, th
-from scripts.markup import table as html_table
-from scripts.pages import FACTS_GUIDE, format_us, render_facts_box
-from scripts.table import scrolling_table
-from scripts.trace import Trace, TraceError, load_trace, select_window
+from .analysis import TraceFacts, facts, summary_text
+from .analyze import strict_json
+from .markup import Markup, h, td, th
+from .markup import table as html_table
+from .pages import FACTS_GUIDE, format_us, render_facts_box
+from .table import scrolling_table
+from .trace import Trace, TraceError, load_trace, select_window
 
 GZIP_MAGIC = b"\x1f\x8b"
 # A WebAssembly page has at most 4 GiB, and the trace's events take about as much memory as its
@@ -56,7 +56,7 @@ class Report:
 
     def timeline(self) -> str:
         """What `analyze.py TRACE --svg OUT` draws: the first ProfilerStep (or the whole trace)."""
-        from scripts.timeline import render_timeline
+        from .timeline import render_timeline
 
         window = select_window(self.trace)
         return render_timeline(self.trace, window=window, facts=facts(self.trace, window=window))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from scripts.catalog import ROOT
+from .catalog import ROOT
 
 CACHE_DIR = ROOT / ".cache" / "render"
 PACKAGE = Path(__file__).resolve().parent

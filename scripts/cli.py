@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scripts import catalog, freeze, notebooks, runner
-from scripts.console import ArgumentParser, run_main
+from . import catalog, freeze, notebooks, runner
+from .console import ArgumentParser, run_main
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,8 +117,8 @@ def list_claims(site: str | None) -> int:
     import tempfile
     from pathlib import Path
 
-    from scripts.claims import listing_text, read_listing
-    from scripts.mkdocs_claims import LISTING
+    from .claims import listing_text, read_listing
+    from .mkdocs_claims import LISTING
 
     with tempfile.TemporaryDirectory(prefix="claims-site-") as built:
         if site is None:

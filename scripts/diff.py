@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from statistics import mean
 
-from scripts.analysis import (GAP_MIN_US, Gap, TraceFacts, Verdict, WindowFacts, _ms, _rounded,
-                              short_name)
+from .analysis import (GAP_MIN_US, Gap, TraceFacts, Verdict, WindowFacts, _ms, _rounded,
+                       short_name)
 
 TOP_CHANGES = 5  # GPU activities listed as added, as removed and as changed
 

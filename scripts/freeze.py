@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scripts import runner as runners
-from scripts.catalog import ROOT, TRACES, Example
-from scripts.meta import REFRESH_HINT, Meta, MetaError, inputs_hash, read_meta, seal, shown  # noqa: F401
-from scripts.meta import dumps as meta_file_bytes
-from scripts.samples import samples_file, samples_of
-from scripts.sanitize import Scrubber, sanitize_trace
-from scripts.trace import build_trace
+from . import runner as runners
+from .catalog import ROOT, TRACES, Example
+from .meta import REFRESH_HINT, Meta, MetaError, inputs_hash, read_meta, seal, shown  # noqa: F401
+from .meta import dumps as meta_file_bytes
+from .samples import samples_file, samples_of
+from .sanitize import Scrubber, sanitize_trace
+from .trace import build_trace
 
 # Bump when the artifact layout or the sanitizer changes what is written.
 FREEZE_FORMAT = 1
@@ -112,7 +112,7 @@ def check(examples: list[Example]) -> list[Status]:
 
 def _refresh_keys(examples: list[Example]) -> list[str]:
     """The shortest ONLY= list: a snippet's name where all its examples need a run."""
-    from scripts.catalog import EXAMPLES
+    from .catalog import EXAMPLES
 
     keys = []
     for snippet in dict.fromkeys(e.snippet for e in examples):

@@ -45,7 +45,7 @@ class Entry:
 
 def fill_constants(text: str) -> str:
     """`{{ analysis.<NAME> }}` replaced by the value of that constant of scripts.analysis."""
-    from scripts import analysis
+    from . import analysis
 
     def value(match: re.Match) -> str:
         name = match.group("name")

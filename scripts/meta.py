@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scripts import catalog
+from . import catalog
 
 REFRESH_HINT = "make refresh ONLY={key}"
 MAX_BYTES = 1 << 20  # a metadata file is a few hundred bytes; anything this large is not one

@@ -23,8 +23,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts import catalog, freeze
-from scripts.catalog import ROOT, Example
+from . import catalog, freeze
+from .catalog import ROOT, Example
 
 NOTEBOOKS_DIR = ROOT / "docs" / "notebooks"
 TRACE_DIR = "traces_nb"  # where a reader's runs write, beside the repository's frozen traces/

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from scripts import cache, catalog, freeze
-from scripts.markup import Markup, concat, h, join, table, writable
-from scripts.table import ProfilerTable, parse_table, render_table, to_us
+from . import cache, catalog, freeze
+from .markup import Markup, concat, h, join, table, writable
+from .table import ProfilerTable, parse_table, render_table, to_us
 
 PERFETTO_UI = "https://ui.perfetto.dev"
 
@@ -109,7 +109,7 @@ class Run:
 
     @cached_property
     def trace(self):
-        from scripts.trace import load_trace
+        from .trace import load_trace
 
         return load_trace(self.example.trace_path)
 
@@ -161,7 +161,7 @@ class Run:
         of `window`: a (start, end) in us, or a scripts.trace.Window (its label is shown), for a
         picture that must reach past a step's end (the GPU work a step launched, running later).
         `max_kb` caps the picture's size (dense steps then merge more events into bands)."""
-        from scripts import render
+        from . import render
 
         svg = cache.cached_file("timeline", render.timeline_svg, self.trace_input, step, max_kb, block, window,
                                 suffix=".svg")
@@ -178,7 +178,7 @@ class Run:
     def summary(self) -> str:
         """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash),
         naming the trace by its path in the repository, never by this checkout's absolute path."""
-        from scripts import render
+        from . import render
 
         shown = self.example.trace_path.relative_to(catalog.ROOT).as_posix()
         return cache.cached_file("summary", render.summary, self.trace_input, shown).read_text()
@@ -216,7 +216,7 @@ class Run:
 
     def trace_facts(self, window=None):
         """The analyzer's TraceFacts about this run (over `window`, default the whole trace)."""
-        from scripts import render
+        from . import render
 
         return cache.cached("facts", render.trace_facts, self.trace_input, window)
 
@@ -227,8 +227,8 @@ class Run:
 
     @cached_property
     def _digests(self) -> tuple[dict, ...]:
-        from scripts import render
-        from scripts.samples import read_extra_runs, samples_path
+        from . import render
+        from .samples import read_extra_runs, samples_path
 
         try:
             extra = read_extra_runs(samples_path(self.example.trace_path))
@@ -239,8 +239,8 @@ class Run:
     def step_samples(self, field: str = "dur_us", *, skip_first: bool):
         """A Spread of one step field (`dur_us`, `gpu.busy_us`, `gpu.kernels`) over every
         recorded step of every run; `skip_first` leaves out each run's first recorded step."""
-        from scripts.claims import samples
-        from scripts.samples import step_values
+        from .claims import samples
+        from .samples import step_values
 
         values = step_values(self.samples(), field, skip_first=skip_first)
         unit = "" if field == "gpu.kernels" else "us"
@@ -248,8 +248,8 @@ class Run:
 
     def first_step_samples(self, field: str = "dur_us"):
         """A Spread of one step field of each run's first recorded step (one value per run)."""
-        from scripts.claims import samples
-        from scripts.samples import first_step_values
+        from .claims import samples
+        from .samples import first_step_values
 
         values = first_step_values(self.samples(), field)
         return samples(values, "" if field == "gpu.kernels" else "us", f"{field} of the first step", [self.example.key])
@@ -257,8 +257,8 @@ class Run:
     def op_samples(self, name: str, field: str, *, skip_first: bool):
         """A Spread of an op's (or label's) `first_us`, `total_us` or `count`, one value per
         recorded step in which it ran, over every run."""
-        from scripts.claims import samples
-        from scripts.samples import op_values
+        from .claims import samples
+        from .samples import op_values
 
         values = op_values(self.samples(), name, field, skip_first=skip_first)
         return samples(values, "" if field == "count" else "us", f"{name} {field}", [self.example.key])
@@ -271,7 +271,7 @@ def render_facts_box(facts, guide_href: str) -> Markup:
     """A compact box of the analyzer's headline facts (scripts.analysis.TraceFacts) about the
     window they describe (the whole trace, by default), which its title names. "GPU busy" gives
     both views of that window, each named: the time window's share, and the launched work's."""
-    from scripts.analysis import short_name
+    from .analysis import short_name
 
     w = facts.window
     scope = "the whole trace" if w.label == "whole trace" else w.label
@@ -340,7 +340,7 @@ def load_facts_json(run: Run, window=None) -> dict:
 
 
 def _ledger():
-    from scripts.claims import LEDGER
+    from .claims import LEDGER
 
     return LEDGER
 
@@ -356,7 +356,7 @@ def _page_link(site_path: str) -> str:
 def notebook_box(part: int | None = None) -> Markup:
     """The box near the top of a post: its companion notebook (that of `part`, for a page beyond
     the series that shares one), to view or to download."""
-    from scripts import notebooks
+    from . import notebooks
 
     found = [n for n in notebooks.NOTEBOOKS if (n.part == part if part else n.post_url == SITE.page_url)]
     if not found:
@@ -373,7 +373,7 @@ def notebook_box(part: int | None = None) -> Markup:
 
 def notebook_index() -> Markup:
     """The Notebooks page's table: each part's notebook, its post and its download."""
-    from scripts import notebooks
+    from . import notebooks
 
     rows = [
         [h("a", {"href": _page_link(n.page_url)}, n.title),
@@ -387,7 +387,7 @@ def notebook_index() -> Markup:
 
 def notebook_actions(docs_path: str) -> Markup:
     """Above a rendered notebook: its download and the post it belongs to ("" for other pages)."""
-    from scripts import notebooks
+    from . import notebooks
 
     found = [n for n in notebooks.NOTEBOOKS if n.docs_path == docs_path]
     if not found:

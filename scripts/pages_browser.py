@@ -17,9 +17,10 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from scripts import vendor_pyodide
-from scripts.markup import Markup, h
-from scripts.pages import FACTS_GUIDE, publish, relative_url
+from . import vendor_pyodide
+from .cache import PACKAGE_NAME, imported_modules
+from .markup import Markup, h
+from .pages import FACTS_GUIDE, publish, relative_url
 
 PACKAGE = Path(__file__).resolve().parent
 ENTRY = "browser"  # the module the worker imports
@@ -31,17 +32,13 @@ WORKER = "javascripts/analyzer-worker.js"
 
 def _imported(module: str, everywhere: bool) -> set[str]:
     """The modules of this package that `module` imports: at its top level, or `everywhere`
-    (inside functions too)."""
+    (inside functions too). The import reading is the render cache's (scripts.cache)."""
     tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
-    nodes = ast.walk(tree) if everywhere else _top_level(tree.body)
-    found = set()
-    for node in nodes:
-        if isinstance(node, ast.ImportFrom) and node.module == "scripts":
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("scripts."):
-            found.add(node.module.split(".")[1])
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("scripts.")}
+    nodes = list(ast.walk(tree) if everywhere else _top_level(tree.body))
+    source = ast.unparse(ast.Module(body=[n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))],
+                                    type_ignores=[]))
+    dotted = imported_modules(source, f"{PACKAGE_NAME}.{module}")
+    found = {name.split(".")[1] for name in dotted if name.count(".") >= 1}
     return {name for name in found if (PACKAGE / f"{name}.py").is_file()}
 
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 
-from scripts import cache, render
-from scripts.analysis import facts, short_name, steady_step
-from scripts.diff import Delta, TraceDiff, change_text, diff, kernel_lists, rows, value_text
-from scripts.markup import Markup, concat, h, join, table, td, th
-from scripts.pages import FACTS_GUIDE, Run, format_us, relative_url, zoomable_figure
-from scripts.table import scrolling_table
-from scripts.trace import Window, select_window
+from . import cache, render
+from .analysis import facts, short_name, steady_step
+from .diff import Delta, TraceDiff, change_text, diff, kernel_lists, rows, value_text
+from .markup import Markup, concat, h, join, table, td, th
+from .pages import FACTS_GUIDE, Run, format_us, relative_url, zoomable_figure
+from .table import scrolling_table
+from .trace import Window, select_window
 
 STEADY = "steady"  # compare_runs(step="steady"): each run's steady-state step
 LISTED_KERNELS = 3  # per list (added, removed, changed) on a page
@@ -90,7 +90,7 @@ def _kernel(name: str, total: Delta) -> Markup:
 
 def _timelines(before: Run, after: Run, windows: list[Window]) -> Markup:
     """Both runs' timelines of those windows, on the time scale of the longer one."""
-    from scripts.timeline import shared_span_us
+    from .timeline import shared_span_us
 
     span = shared_span_us(*windows)
     figures = []

@@ -18,12 +18,12 @@ import math
 from functools import cached_property
 from pathlib import Path
 
-from scripts import cache, render
-from scripts.analysis import short_name
-from scripts.blocks import ActivityCost, BatchFacts, Sweep, SweepPoint
-from scripts.markup import Markup, concat, h, table, td, th
-from scripts.pages import Run, example, format_us, zoomable_figure
-from scripts.table import scrolling_table
+from . import cache, render
+from .analysis import short_name
+from .blocks import ActivityCost, BatchFacts, Sweep, SweepPoint
+from .markup import Markup, concat, h, table, td, th
+from .pages import Run, example, format_us, zoomable_figure
+from .table import scrolling_table
 
 
 def _figure(run: Run, name: str, svg: Path, alt: str, what: str) -> Markup:
@@ -200,7 +200,7 @@ def snippet_defaults(snippet: str) -> dict[str, object]:
     from its source (the docs build has no torch to import it with)."""
     import ast
 
-    from scripts.catalog import SNIPPETS
+    from .catalog import SNIPPETS
 
     tree = ast.parse((SNIPPETS / f"{snippet}.py").read_text())
     defaults = {}

@@ -38,9 +38,9 @@ from itertools import compress, repeat
 from operator import is_not
 from typing import Protocol
 
-from scripts import tracetext
-from scripts.tracetext import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, Text, TraceError,  # noqa: F401
-                               max_bytes_default)
+from . import tracetext
+from .tracetext import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, Text, TraceError,  # noqa: F401
+                        max_bytes_default)
 
 _NESTING = 5  # levels of objects and arrays inside an event that `_ANY_OBJECT` matches
 

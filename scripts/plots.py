@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 
-from scripts.blocks import BatchFacts, Sweep
+from .blocks import BatchFacts, Sweep
 
 MODE_STYLE = {  # colour, marker, what the legend calls it
     "eager": ("#c43e00", "o", "eager"),

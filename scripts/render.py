@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scripts.analysis import TraceFacts, facts, summary_text
-from scripts.blocks import (ActivityCost, BatchFacts, LLMStep, Sweep, SweepStep, activity_time_per_step,
-                            llm_step_samples, llm_steps, sweep, sweep_steps, top_activities_per_step)
-from scripts.samples import samples_of
-from scripts.trace import Trace, Window, select_window
+from .analysis import TraceFacts, facts, summary_text
+from .blocks import (ActivityCost, BatchFacts, LLMStep, Sweep, SweepStep, activity_time_per_step,
+                     llm_step_samples, llm_steps, sweep, sweep_steps, top_activities_per_step)
+from .samples import samples_of
+from .trace import Trace, Window, select_window
 
 
 def trace_facts(trace: Trace, window=None) -> TraceFacts:
@@ -25,7 +25,7 @@ def trace_facts(trace: Trace, window=None) -> TraceFacts:
 
 def summary(trace: Trace, shown: str) -> str:
     """What `python scripts/analyze.py TRACE` prints, naming the trace `shown`."""
-    from scripts.markup import writable
+    from .markup import writable
 
     return writable(summary_text(replace(facts(trace), source=shown)))
 
@@ -33,7 +33,7 @@ def summary(trace: Trace, shown: str) -> str:
 def timeline_svg(trace: Trace, step: int | None, max_kb: int | None, block: str | None, window=None) -> str:
     """The annotated timeline of ProfilerStep#`step`, of the first annotation named `block`, or
     of `window` (a (start, end) in us, or a Window, whose label is shown)."""
-    from scripts.timeline import SIZE_BUDGET_BYTES, render_timeline
+    from .timeline import SIZE_BUDGET_BYTES, render_timeline
 
     if not isinstance(window, Window):
         window = select_window(trace, step=step, window=window, annotation=block)
@@ -82,25 +82,25 @@ def kind_counts(trace: Trace) -> dict[str, int]:
 
 
 def sweep_times_svg(data: Sweep) -> str:
-    from scripts.plots import sweep_times
+    from .plots import sweep_times
 
     return sweep_times(data)
 
 
 def sweep_tflops_svg(data: Sweep) -> str:
-    from scripts.plots import sweep_tflops
+    from .plots import sweep_tflops
 
     return sweep_tflops(data)
 
 
 def tokens_svg(labels: tuple[str, ...], batches: tuple[list[BatchFacts], ...]) -> str:
-    from scripts.plots import tokens_per_second
+    from .plots import tokens_per_second
 
     return tokens_per_second(dict(zip(labels, batches)))
 
 
 def diff_timeline_svg(trace: Trace, window: Window, span_us: float, title: str) -> str:
     """One side of a before/after pair: the window drawn on the time scale both sides share."""
-    from scripts.timeline import render_timeline
+    from .timeline import render_timeline
 
     return render_timeline(trace, window=window, facts=facts(trace, window=window), span_us=span_us, title=title)

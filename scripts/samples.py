@@ -31,7 +31,7 @@ import json
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from scripts.intervals import total
+from .intervals import total
 
 FORMAT = 1
 SAMPLES_FORMAT = FORMAT

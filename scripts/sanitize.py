@@ -127,7 +127,7 @@ class Scrubber:
 
     @classmethod
     def for_this_machine(cls, *run_dirs: Path) -> Scrubber:
-        from scripts.catalog import ROOT
+        from .catalog import ROOT
 
         roots = [(str(d), "") for d in run_dirs] + [(str(ROOT), "")]
         roots += [(d, "") for d in _package_dirs()]

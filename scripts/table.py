@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scripts.markup import Markup, h, table as html_table, td, th
+from .markup import Markup, h, table as html_table, td, th
 
 # Columns a table can be sorted by, in the order we test them when finding the sort column.
 SORT_CANDIDATES = ("CUDA total", "Self CUDA", "CPU total", "Self CPU", "Device total", "Self Device")
@@ -119,7 +119,7 @@ def render_table(table: ProfilerTable, caption: str = "") -> Markup:
     the full view), numbers right-aligned, the sort column marked, each total of the foot under
     the column it adds up. The first-needed columns show; a checkbox above the table shows all
     (a CSS-only switch: docs/stylesheets/extra.css)."""
-    from scripts.analysis import short_name
+    from .analysis import short_name
 
     sort = table.sort_column
     shown = first_columns(table)

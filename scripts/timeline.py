@@ -28,10 +28,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from scripts.intervals import gaps as uncovered
-from scripts.intervals import total, union
-from scripts.markup import escape
-from scripts.trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Event, Trace, Window, load_trace, select_window
+from .intervals import gaps as uncovered
+from .intervals import total, union
+from .markup import escape
+from .trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Event, Trace, Window, load_trace, select_window
 
 # Geometry in px of the viewBox. The picture is shown scaled to the width of the post's column,
 # about 720 px on a desktop, so one viewBox px is drawn as 720 / WIDTH = 0.8 screen px there: the

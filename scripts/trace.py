@@ -30,8 +30,8 @@ from itertools import compress, groupby, islice, repeat
 from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
 
-from scripts.parse import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, int_args,  # noqa: F401
-                           read_trace)
+from .parse import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, int_args,  # noqa: F401
+                    read_trace)
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
 KIND_BY_CATEGORY = {

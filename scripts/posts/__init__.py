@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from scripts.claims import Spread, compare
+from ..claims import Spread, compare
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def badge_text(run, window, what: str | None = "The picture") -> str:
     leaves the window unnamed, for a page that has just said which it is ("Its badge reads ...")."""
     import re
 
-    from scripts.claims import pct, worded_from
+    from ..claims import pct, worded_from
 
     r = window_reading(run, window)
     drawn = f"`{r.window}`" if re.fullmatch(r"ProfilerStep#\d+", r.window) else r.window
@@ -81,7 +81,7 @@ def badge_text(run, window, what: str | None = "The picture") -> str:
 
 def ratio_text(a: float, b: float) -> str:
     """a / b as a reader says it (12.3×, 3.4×), through the claims' one number formatter."""
-    from scripts.claims import format_value
+    from ..claims import format_value
 
     return format_value(a / b, "x")
 

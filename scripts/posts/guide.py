@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scripts import cache, render
+from .. import cache, render
 
 
 def event_counts(run) -> dict[str, int]:
@@ -13,7 +13,7 @@ def event_counts(run) -> dict[str, int]:
 def times_only_share(run) -> float:
     """The share (in %) of the trace's events that the facts read only as times (CPU ops and
     Python frames: scripts.analysis.TIMES_ONLY_KINDS)."""
-    from scripts.analysis import TIMES_ONLY_KINDS
+    from ..analysis import TIMES_ONLY_KINDS
 
     counts = event_counts(run)
     return 100.0 * sum(counts.get(kind, 0) for kind in TIMES_ONLY_KINDS) / sum(counts.values())
@@ -21,7 +21,7 @@ def times_only_share(run) -> float:
 
 def is_largest_trace(run) -> bool:
     """Whether the run's trace file is the largest of the catalog's frozen traces."""
-    from scripts import catalog
+    from .. import catalog
 
     sizes = [e.trace_path.stat().st_size for e in catalog.EXAMPLES if e.trace_path.exists()]
     return run.example.trace_path.stat().st_size == max(sizes)

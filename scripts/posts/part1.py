@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scripts.intervals import total, union
-from scripts.table import to_us
+from ..intervals import total, union
+from ..table import to_us
 
 MODULE_LOADING = ("Lazy Function Loading", "Runtime Triggered Module Loading")
 LAUNCH_KINDS = ("runtime", "driver")

@@ -12,8 +12,8 @@ import math
 import re
 from dataclasses import dataclass, fields
 
-from scripts.claims import Spread, samples
-from scripts.posts import pooled
+from ..claims import Spread, samples
+from . import pooled
 
 # The kernels that compute gelu(gate) * up in each MLP variant, matched by name.
 GELU_MUL = {"eager": ("GeluCUDAKernelImpl", "MulFunctor"),

@@ -14,12 +14,12 @@ import re
 from dataclasses import dataclass
 from statistics import median
 
-from scripts.claims import Spread, samples
-from scripts.intervals import total, union
-from scripts.markup import concat, h, table, td, th
-from scripts.pages import format_us
-from scripts.table import scrolling_table
-from scripts.trace import Window
+from ..claims import Spread, samples
+from ..intervals import total, union
+from ..markup import concat, h, table, td, th
+from ..pages import format_us
+from ..table import scrolling_table
+from ..trace import Window
 
 OCC = "est. achieved occupancy %"
 SDPA_OPS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math")

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import mean, median
 
-from scripts import cache, render
-from scripts.analysis import WindowFacts, steady_step
-from scripts.blocks import GAP_MIN_US, LLM_STEP, ActivityCost, BatchFacts, LLMStep, idle_intervals
-from scripts.claims import Spread, samples
-from scripts.intervals import gaps
-from scripts.pages import format_us
-from scripts.trace import select_window
+from .. import cache, render
+from ..analysis import WindowFacts, steady_step
+from ..blocks import GAP_MIN_US, LLM_STEP, ActivityCost, BatchFacts, LLMStep, idle_intervals
+from ..claims import Spread, samples
+from ..intervals import gaps
+from ..pages import format_us
+from ..trace import select_window
 
 # Llama 3 8B's dimensions, as its config.json on the Hugging Face Hub gives them
 # (meta-llama/Meta-Llama-3-8B: hidden_size, intermediate_size, num_attention_heads,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scripts import cache, render
-from scripts.blocks import SweepStep, matmul_add_flops
-from scripts.claims import Comparison, Spread, compare, samples
+from .. import cache, render
+from ..blocks import SweepStep, matmul_add_flops
+from ..claims import Comparison, Spread, compare, samples
 
 FIELDS = {"host_us": "us", "gpu_us": "us", "pace_us": "us", "kernels": "", "launches": ""}
 

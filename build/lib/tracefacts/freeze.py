@@ -1,0 +1,409 @@
+"""Run-or-reuse, like Quarto's freeze: GPU runs become committed artifacts under traces/.
+
+For each example the refresh runs its snippet in a fresh process, sanitizes the trace
+(scripts/sanitize.py: no path, host, user, address or device of the builder), gzips it reproducibly,
+and writes beside it the table and a sealed metadata file (scripts/meta.py) holding the hash of
+everything that determines the result. A build without a GPU reuses the artifacts; one whose inputs
+changed since is stale, one whose metadata cannot be used is invalid, and `check` says what to run.
+
+Standard library only: this module is the GPU refresh path and runs on a bare GPU image.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import runner as runners
+from .catalog import ROOT, TRACES, Example
+from .meta import REFRESH_HINT, Meta, MetaError, inputs_hash, read_meta, seal, shown  # noqa: F401
+from .meta import dumps as meta_file_bytes
+from .samples import samples_file, samples_of
+from .sanitize import Scrubber, sanitize_trace
+from .trace import build_trace
+
+# Bump when the artifact layout or the sanitizer changes what is written.
+FREEZE_FORMAT = 1
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def snippet_digest(example: Example) -> str:
+    # Line endings are normalized so a checkout on another OS is not stale.
+    return sha256_bytes(example.script.read_bytes().replace(b"\r\n", b"\n"))
+
+
+def inputs_of(example: Example) -> dict:
+    """Everything that determines an example's result, in the form stored in its metadata."""
+    return {
+        "snippet": example.script.relative_to(ROOT).as_posix(),
+        "snippet_sha256": snippet_digest(example),
+        "args": list(example.args),
+        "freeze_format": FREEZE_FORMAT,
+        # Only when repeated, so that the examples run once keep the hash they had.
+        **({"repeats": example.repeats} if example.repeats > 1 else {}),
+    }
+
+
+# --- status -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Status:
+    example: Example
+    state: str  # "fresh", "missing", "stale" or "invalid" (metadata that cannot be used)
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "fresh"
+
+
+def status(example: Example) -> Status:
+    if not example.meta_path.exists():
+        return Status(example, "missing", f"{shown(example.meta_path)} is missing")
+    try:
+        meta = read_meta(example)
+    except MetaError as err:
+        return Status(example, "invalid", f"{shown(err.path)} {err.problem}")
+    recorded, current = meta.inputs, inputs_of(example)
+    if recorded.freeze_format != current["freeze_format"]:
+        return Status(example, "stale", "the artifact format changed (scripts/freeze.py)")
+    if recorded.snippet != current["snippet"]:
+        return Status(example, "stale", f"its snippet is now {current['snippet']}")
+    if recorded.snippet_sha256 != current["snippet_sha256"]:
+        return Status(example, "stale", f"{current['snippet']} changed since the last GPU run")
+    if list(recorded.args) != current["args"]:
+        was, now = " ".join(recorded.args), " ".join(current["args"])
+        return Status(example, "stale", f"its arguments changed from '{was}' to '{now}'")
+    if recorded.repeats != current.get("repeats", 1):
+        return Status(example, "stale", f"its repeats changed from {recorded.repeats} to {example.repeats}")
+    for name, digest in meta.outputs.items():
+        path = example.folder / name
+        try:
+            content = path.read_bytes()
+        except FileNotFoundError:
+            return Status(example, "missing", f"{shown(path)} is missing")
+        except OSError as err:
+            return Status(example, "invalid", f"{shown(path)} cannot be read ({err.strerror or err})")
+        if sha256_bytes(content) != digest:
+            return Status(example, "stale", f"{shown(path)} was modified after the run")
+    return Status(example, "fresh")
+
+
+def check(examples: list[Example]) -> list[Status]:
+    """The examples that are not fresh."""
+    return [s for s in map(status, examples) if not s.ok]
+
+
+def _refresh_keys(examples: list[Example]) -> list[str]:
+    """The shortest ONLY= list: a snippet's name where all its examples need a run."""
+    from .catalog import EXAMPLES
+
+    keys = []
+    for snippet in dict.fromkeys(e.snippet for e in examples):
+        mine = [e for e in examples if e.snippet == snippet]
+        everything = [e for e in EXAMPLES if e.snippet == snippet]
+        keys += [snippet] if len(mine) == len(everything) else [e.key for e in mine]
+    return keys
+
+
+def stale_report(problems: list[Status]) -> str:
+    """One message for all of them: which example, what changed, and the one command to run."""
+    lines = [f"{len(problems)} frozen example(s) need a GPU run:"]
+    lines += [f"  {p.example.key} is {p.state}: {p.reason}" for p in problems]
+    keys = " ".join(_refresh_keys([p.example for p in problems]))
+    lines.append(f'Refresh on a GPU machine with: make refresh ONLY="{keys}"  (then commit traces/)')
+    return "\n".join(lines)
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def gzip_reproducibly(data: bytes) -> bytes:
+    """gzip with no file name and a zero mtime: the same input gives the same bytes."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as out:
+        out.write(data)
+    return buffer.getvalue()
+
+
+# --- refresh ----------------------------------------------------------------------------------
+
+ENV_PROBE = """
+import json, platform, sys, torch
+from importlib import metadata
+
+def version(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+cuda = torch.cuda.is_available()
+print(json.dumps({
+    "torch": torch.__version__,
+    "cuda": torch.version.cuda if cuda else None,
+    "gpu": torch.cuda.get_device_name(0) if cuda else None,
+    "python": platform.python_version(),
+    "packages": {name: version(name) for name in sys.argv[1:]},
+}))
+"""
+
+# A PEP 723 header: `# /// script` ... `# ///`, holding `# dependencies = ["torch>=2.4", ...]`.
+_HEADER = re.compile(r"^# /// script$(.*?)^# ///$", re.S | re.M)
+_DEPENDENCY_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def snippet_dependencies(example: Example) -> list[str]:
+    """The packages a snippet's PEP 723 header asks for, by name, torch excepted (always probed)."""
+    header = _HEADER.search(example.script.read_text())
+    if not header:
+        return []
+    block = "\n".join(line.removeprefix("#").strip() for line in header.group(1).splitlines())
+    listed = re.search(r"dependencies\s*=\s*\[(.*?)\]", block, re.S)
+    names = [_DEPENDENCY_NAME.match(item.strip().strip("\"'")) for item in (listed.group(1).split(",") if listed else [])]
+    return [m.group(1).lower() for m in names if m and m.group(1).lower() != "torch"]
+
+
+def probe_environment(python: str, packages: list[str] = (), runner=None) -> dict:
+    """Versions of the interpreter that runs the snippets, of the packages named, and the GPU
+    driver; asked through `runner` (a fork server's child saves an import of torch) if given."""
+    if runner is None:
+        done = subprocess.run([python, "-c", ENV_PROBE, *packages], capture_output=True, text=True, check=False)
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    else:
+        with tempfile.TemporaryDirectory(prefix="freeze-probe-") as tmp:
+            script, out, err = Path(tmp) / "probe.py", Path(tmp) / "stdout.txt", Path(tmp) / "stderr.txt"
+            script.write_text(ENV_PROBE)
+            done = runner.run(runners.Job(script, tuple(packages), ROOT, out, err, runners.DEFAULT_TIMEOUT_S))
+            code = done.returncode if done.ok else (done.returncode or 1)
+            stdout, stderr = out.read_text(errors="replace"), done.error or err.read_text(errors="replace")
+    if code != 0 or not stdout.strip():
+        raise RuntimeError(f"{python} cannot import torch: {_last_line(stderr)}")
+    env = json.loads(stdout.strip().splitlines()[-1])
+    env["driver"] = _nvidia_driver()
+    return env
+
+
+def environment_of(example: Example, environment: dict) -> dict:
+    """The probed environment as this example saw it: only the packages its snippet asks for."""
+    wanted = snippet_dependencies(example)
+    env = {key: value for key, value in environment.items() if key != "packages"}
+    if wanted:
+        env["packages"] = {name: environment.get("packages", {}).get(name) for name in wanted}
+    return env
+
+
+def _nvidia_driver() -> str | None:
+    if not shutil.which("nvidia-smi"):
+        return None
+    done = subprocess.run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        capture_output=True, text=True, check=False,
+    )
+    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else None
+
+
+def snippet_python() -> str:
+    """The interpreter that runs snippets during a build: $SNIPPET_PYTHON, else this one."""
+    return os.environ.get("SNIPPET_PYTHON") or sys.executable
+
+
+def gpu_available() -> bool:
+    if not shutil.which("nvidia-smi"):
+        return False
+    done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return done.returncode == 0 and "GPU" in done.stdout
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+@dataclass
+class RunResult:
+    example: Example
+    files: dict[str, bytes] = field(default_factory=dict)  # artifact name -> content
+    error: str = ""
+    wall_time_s: float = 0.0  # of the first run, the one whose artifacts are shown
+    total_s: float = 0.0  # every run of the example, sanitizing included
+
+
+# What a compiled run imports at its first torch.compile (seconds of Python, before any recorded
+# step): a fork server imports it once, for the compiled runs of a snippet only, so that the
+# eager children carry no compiler for their garbage collector to walk.
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
+
+
+def preloaded(example: Example) -> tuple[str, ...]:
+    """The modules a fork server imports for this example beside its snippet's own imports."""
+    return COMPILER_MODULES if "--compile" in example.args else ()
+
+
+@dataclass
+class _Run:
+    """One run of a snippet, sanitized: its outputs by artifact name, or why there are none."""
+
+    error: str = ""
+    wall_time_s: float = 0.0
+    mode: str = "isolated"  # how its process was made (scripts.runner.Outcome.mode)
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    trace: dict | None = None  # the sanitized trace (None where the example was unavailable)
+
+
+def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True) -> _Run:
+    """Run the snippet once; without `artifacts`, keep only the sanitized trace (a repeat)."""
+    with tempfile.TemporaryDirectory(prefix="freeze-") as tmp:
+        out_dir = Path(tmp) / "out"
+        out_dir.mkdir()
+        stderr = Path(tmp) / "stderr.txt"
+        job = runners.Job(example.script, (*example.args, "--trace_dir", str(out_dir)), ROOT,
+                          Path(tmp) / "stdout.txt", stderr, timeout_s, preloaded(example))
+        done = run.run(job)
+        wall, mode = done.wall_time_s, done.mode
+        if done.timed_out:
+            return _Run(f"timed out after {timeout_s:g} s", wall)
+        if done.error:
+            return _Run(done.error, wall)
+        if done.returncode != 0:
+            return _Run(f"exit {done.returncode}: {_last_line(stderr.read_text(errors='replace'))}", wall)
+        trace_file, table_file = out_dir / f"{example.tag}.json", out_dir / f"{example.tag}.txt"
+        unavailable = out_dir / example.unavailable_path.name
+        if unavailable.exists():
+            # The snippet says what it cannot do here; that reason is the frozen result.
+            reason = Scrubber.for_this_machine(out_dir).scrub(_last_line(unavailable.read_text()))
+            return _Run(wall_time_s=wall, mode=mode, outputs={example.unavailable_path.name: (reason + "\n").encode()})
+        if not trace_file.exists() or not table_file.exists():
+            wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
+            return _Run(f"expected {example.tag}.json and .txt, the snippet wrote {wrote}", wall)
+        scrubber = Scrubber.for_this_machine(out_dir)
+        trace = sanitize_trace(json.loads(trace_file.read_text()), f"{example.tag}.json", scrubber)
+        table = scrubber.scrub(table_file.read_text())
+        leaks = scrubber.leaks(trace) + scrubber.leaks(table)
+        if leaks:
+            return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
+    if not artifacts:
+        return _Run(wall_time_s=wall, mode=mode, trace=trace)
+    trace_bytes = gzip_reproducibly(json.dumps(trace, separators=(",", ":")).encode())
+    outputs = {example.trace_path.name: trace_bytes, example.table_path.name: table.encode()}
+    return _Run(wall_time_s=wall, mode=mode, outputs=outputs, trace=trace)
+
+
+def run_example(example: Example, python: str, environment: dict, *, runner=None,
+                timeout_s: float = runners.DEFAULT_TIMEOUT_S) -> RunResult:
+    """Run one example `example.repeats` times, each in a fresh process (through `runner`, by
+    default a fresh interpreter), and return the first run's sanitized artifacts with the other
+    runs' digests (nothing written)."""
+    started = time.perf_counter()
+    run = runner or runners.Isolated(python)
+    first = _run_once(example, run, timeout_s)
+    if first.error:
+        return RunResult(example, error=first.error, wall_time_s=first.wall_time_s,
+                         total_s=time.perf_counter() - started)
+    outputs = dict(first.outputs)
+    if first.trace is not None and example.repeats > 1:
+        digests = []
+        for number in range(2, example.repeats + 1):
+            again = _run_once(example, run, timeout_s, artifacts=False)
+            error = again.error or ("" if again.trace is not None else "it was unavailable this time")
+            if error:
+                return RunResult(example, error=f"run {number} of {example.repeats}: {error}",
+                                 wall_time_s=first.wall_time_s, total_s=time.perf_counter() - started)
+            digests.append({"wall_time_s": round(again.wall_time_s, 2), **samples_of(build_trace(again.trace))})
+        outputs[example.samples_path.name] = (json.dumps(samples_file(digests), separators=(",", ":")) + "\n").encode()
+    result = _frozen(example, outputs, environment, first.wall_time_s, first.mode)
+    result.total_s = time.perf_counter() - started
+    return result
+
+
+def _frozen(example: Example, outputs: dict[str, bytes], environment: dict, wall: float,
+            mode: str = "isolated") -> RunResult:
+    """The run's outputs plus the metadata file that records how they were made."""
+    inputs = inputs_of(example)
+    meta = {
+        "example": example.key,
+        "command": example.command,
+        "inputs": inputs,
+        "inputs_hash": inputs_hash(inputs),
+        "outputs": {name: sha256_bytes(content) for name, content in outputs.items()},
+        "environment": environment_of(example, environment),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wall_time_s": round(wall, 2),
+        # "forked": from the fork server's fork to exit, the imports done before; "isolated":
+        # a fresh interpreter's whole life.
+        "runner": mode,
+    }
+    outputs[example.meta_path.name] = meta_file_bytes(seal(meta))
+    return RunResult(example, files=outputs, wall_time_s=wall)
+
+
+def write_artifacts(result: RunResult) -> None:
+    """Each file is written beside its target and renamed over it, so none is ever half-written.
+    Outputs of the other kind (a trace where the example was unavailable before, or the reverse)
+    are removed after."""
+    example = result.example
+    folder = example.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in result.files.items():
+        partial = folder / f".{name}.partial"
+        partial.write_bytes(content)
+        os.replace(partial, folder / name)
+    for leftover in (example.trace_path, example.table_path, example.unavailable_path, example.samples_path):
+        if leftover.name not in result.files and leftover.exists():
+            leftover.unlink()
+
+
+SLOWEST_SHOWN = 5
+
+
+def refresh(examples: list[Example], python: str, *, keep_going: bool = False, log=print,
+            timeout_s: float = runners.DEFAULT_TIMEOUT_S, isolated: bool = False) -> int:
+    """Run the examples (each run killed after timeout_s); write their artifacts only if all
+    succeeded (or, with keep_going, those that did). Returns the number of failed examples."""
+    started = time.perf_counter()
+    packages = sorted({name for example in examples for name in snippet_dependencies(example)})
+    results = []
+    with runners.open_runner(python, isolated=isolated, log=log) as run:
+        log(f"runner: {run.kind}")
+        environment = probe_environment(python, packages, run)
+        runs = sum(example.repeats for example in examples)
+        log(f"refreshing {len(examples)} example(s), {runs} run(s), with torch {environment['torch']} on "
+            f"{environment['gpu'] or 'CPU'}")
+        # A snippet's eager runs, then its compiled ones: a fork server then switches between
+        # the two sets of imports once per snippet. Each run is a fresh process, in any order.
+        first_seen = {snippet: n for n, snippet in enumerate(dict.fromkeys(e.snippet for e in examples))}
+        for example in sorted(examples, key=lambda e: (first_seen[e.snippet], bool(preloaded(e)))):
+            result = run_example(example, python, environment, runner=run, timeout_s=timeout_s)
+            repeated = f"; {example.repeats} runs, {result.total_s:.1f} s in all" if example.repeats > 1 else ""
+            log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s{repeated})"
+                + (f": {result.error}" if result.error else ""))
+            results.append(result)
+    failed = [r for r in results if r.error]
+    succeeded = [r for r in results if not r.error]
+    if failed and not keep_going:
+        log(f"refresh failed for {', '.join(r.example.key for r in failed)}; traces/ left unchanged")
+    else:
+        for result in succeeded:
+            write_artifacts(result)
+        log(f"wrote {len(succeeded)} example(s) under traces/"
+            + (f"; failed: {', '.join(r.example.key for r in failed)}" if failed else ""))
+    slowest = sorted(results, key=lambda r: -r.total_s)[:SLOWEST_SHOWN]
+    log(f"refresh wall time: {time.perf_counter() - started:.1f} s; slowest: "
+        + ", ".join(f"{r.example.key} {r.total_s:.1f} s" for r in slowest))
+    return len(failed)

@@ -1,0 +1,149 @@
+"""MkDocs glue, kept thin: freeze and notebook checks before the build, page URL for the helpers,
+assets after.
+
+Listed under `hooks:` in mkdocs.yml. Everything of substance lives in scripts.freeze,
+scripts.notebooks and scripts.pages, so the content would survive a move to another generator.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import urljoin
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
+    sys.path.insert(0, str(ROOT))
+
+from mkdocs.exceptions import PluginError  # noqa: E402
+from mkdocs.plugins import event_priority  # noqa: E402
+
+from scripts import catalog, freeze, glossary, notebooks, pages, vendor_pyodide  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.freeze")
+
+
+class OneLineForUnusableMetadata(logging.Filter):
+    """markdown-exec logs a failing code block with its source and whole traceback. When the cause is
+    a run's unusable metadata (which the freeze check has named already, with the command to run),
+    the warning is that one line instead; any other failure keeps markdown-exec's message."""
+
+    MARK = "scripts.meta.MetaError: "
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.MARK in message:
+            cause = message.rsplit(self.MARK, 1)[1].strip().splitlines()[0]
+            record.msg, record.args = f"a code block of {pages.SITE.page_url or 'the home page'} could not run: {cause}", ()
+        return True
+
+
+def shorten_metadata_failures() -> None:
+    """Filters apply at the logger a record starts from, and markdown-exec logs from one logger per
+    module under mkdocs.plugins.markdown_exec (loaded with the plugins, before on_config)."""
+    for name in list(logging.root.manager.loggerDict):
+        logger = logging.getLogger(name)
+        if name.startswith("mkdocs.plugins.markdown_exec") and not any(
+                isinstance(f, OneLineForUnusableMetadata) for f in logger.filters):
+            logger.addFilter(OneLineForUnusableMetadata())
+
+
+FEED_IMAGE = "assets/logo.png"  # scripts/logo.py
+
+
+@event_priority(100)  # before the RSS plugin reads its config
+def on_config(config):
+    shorten_metadata_failures()
+    pages.SITE.site_url = config.site_url or ""
+    # The plugin writes <url>None</url> for a feed without an image; RSS wants an absolute URL.
+    config.plugins["rss"].config.image = urljoin(config.site_url or "", FEED_IMAGE)
+    # The Notebooks section of the nav lists every notebook of scripts/notebooks.py.
+    for section in config.nav or []:
+        if isinstance(section, dict) and isinstance(section.get("Notebooks"), list):
+            section["Notebooks"] += [e for e in notebooks.nav() if e not in section["Notebooks"]]
+    return config
+
+
+def on_pre_build(config):
+    pages.SITE.assets.clear()
+    pages.SITE.assets.update(notebooks.published_snippets())  # what a downloaded notebook fetches
+    problems = freeze.check(list(catalog.EXAMPLES))
+    if problems and freeze.gpu_available():
+        # A GPU builder runs what is missing or stale first, then builds from the new artifacts.
+        failed = freeze.refresh([p.example for p in problems], freeze.snippet_python(), log=log.info)
+        problems = freeze.check(list(catalog.EXAMPLES)) if not failed else problems
+        if not failed:
+            notebooks.write_all()  # their outputs are the new runs
+    if problems:
+        message = freeze.stale_report(problems)
+        if config.strict:
+            raise PluginError(message)
+        log.warning(message)
+    stale = notebooks.check()
+    if stale:
+        message = notebooks.stale_report(stale)
+        if config.strict:
+            raise PluginError(message)
+        log.warning(message)
+    # The in-browser analyzer's page publishes the vendored Pyodide: a strict build (CI, the Pages
+    # workflow) must have it; `mkdocs serve` goes on without it, the page showing why.
+    missing = vendor_pyodide.missing()
+    if missing:
+        if config.strict:
+            raise PluginError(missing)
+        log.warning(missing)
+
+
+def on_page_markdown(markdown, page, **kwargs):
+    pages.SITE.page_url = page.url
+    return markdown
+
+
+def unshown_examples(used: set[str]) -> list[str]:
+    """One message per frozen example of the catalog that no page reads: show it where it
+    teaches something, or drop it from scripts/catalog.py and traces/."""
+    return [f"{e.key} is frozen but shown on no page: show it (example(...) and its links()) or "
+            f"remove it from scripts/catalog.py and traces/" for e in catalog.EXAMPLES if e.key not in used]
+
+
+def on_post_build(config):
+    from scripts.claims import LEDGER
+
+    LEDGER.site_problems += unshown_examples(set().union(*LEDGER.used.values()))  # reported by mkdocs_claims
+    site_dir = Path(config.site_dir)
+    for site_path, source in sorted(pages.SITE.assets.items()):
+        target = site_dir / site_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    # mkdocs-jupyter copied each notebook beside its page (include_source); the copy a reader
+    # downloads knows the site's address, to fetch the snippets from.
+    for notebook in notebooks.NOTEBOOKS:
+        copy = site_dir / notebook.download_url
+        if copy.is_file():
+            copy.write_bytes(notebooks.published_copy(copy.read_bytes(), config.site_url or ""))
+
+
+EXCERPT_SEPARATOR = "<!-- more -->"  # Material's default post_excerpt_separator
+
+
+def on_page_content(html, page, **kwargs):
+    if page.file.src_uri.endswith(".ipynb"):  # a companion notebook (mkdocs-jupyter rendered it)
+        html = pages.notebook_actions(page.file.src_uri) + pages.notebook_html(html)
+    # Material's blog renders a post's whole Markdown again for each view that lists it (the index,
+    # every category), which would rerun every exec block; once the post itself is rendered, the
+    # excerpt views need only what comes before the separator.
+    if getattr(page, "excerpt", None) is not None and EXCERPT_SEPARATOR in page.markdown:
+        page.markdown = page.markdown.split(EXCERPT_SEPARATOR, 1)[0] + EXCERPT_SEPARATOR
+    html = glossary.on_page_content(html, page, kwargs["config"])  # first uses link to the glossary
+    return html
+
+
+def on_post_page(output, page, config):
+    # Material's search dialog has no accessible name (Lighthouse: aria-dialog-name).
+    output = output.replace('data-md-component="search" role="dialog"',
+                            'data-md-component="search" role="dialog" aria-label="Search"', 1)
+    # The repository link stays a plain link: as a "source" component Material would fetch the
+    # repository's stars and forks from api.github.com, a request to another site on every page.
+    return output.replace('class="md-source" data-md-component="source"', 'class="md-source"')

@@ -1,0 +1,117 @@
+"""The page of the in-browser analyzer (docs/guide/analyze-in-browser.md): its widget, and the files
+the widget loads when the reader asks, published into the site.
+
+    ```python exec="true" html="true"
+    from scripts.pages_browser import widget
+    print(widget())
+    ```
+
+Published with the page (scripts/mkdocs_hooks.py copies them): the vendored Pyodide
+(scripts/vendor_pyodide.py) and the modules of this package that scripts/browser.py needs. The
+page itself loads only docs/javascripts/analyzer.js; the rest is fetched on the first drop.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+from . import vendor_pyodide
+from .cache import PACKAGE_NAME, imported_modules
+from .markup import Markup, h
+from .pages import FACTS_GUIDE, publish, relative_url
+
+PACKAGE = Path(__file__).resolve().parent
+ENTRY = "browser"  # the module the worker imports
+PYODIDE_SITE_DIR = f"assets/pyodide/{vendor_pyodide.PYODIDE_VERSION}/"
+PYTHON_SITE_DIR = "assets/analyzer/"  # holds scripts/<module>.py
+SCRIPT = "javascripts/analyzer.js"
+WORKER = "javascripts/analyzer-worker.js"
+
+
+def _imported(module: str, everywhere: bool) -> set[str]:
+    """The modules of this package that `module` imports: at its top level, or `everywhere`
+    (inside functions too). The import reading is the render cache's (scripts.cache)."""
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    nodes = list(ast.walk(tree) if everywhere else _top_level(tree.body))
+    source = ast.unparse(ast.Module(body=[n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))],
+                                    type_ignores=[]))
+    dotted = imported_modules(source, f"{PACKAGE_NAME}.{module}")
+    found = {name.split(".")[1] for name in dotted if name.count(".") >= 1}
+    return {name for name in found if (PACKAGE / f"{name}.py").is_file()}
+
+
+def _top_level(body: list[ast.stmt]):
+    """The statements that run on import: the body, and the branches of its if/try blocks."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            if isinstance(node, (ast.If, ast.Try, ast.With)) and getattr(node, field, None):
+                yield from _top_level(getattr(node, field))
+        if isinstance(node, ast.ExceptHandler):
+            yield from _top_level(node.body)
+
+
+@lru_cache(maxsize=1)
+def shipped_modules() -> tuple[str, ...]:
+    """What the browser needs of this package: scripts/browser.py and every import of it, lazy
+    ones included, then what those import on import (their own lazy imports serve other callers:
+    the page's path never reaches them, and tests/test_browser_analyzer.py checks that)."""
+    todo, seen = [ENTRY], {"__init__", ENTRY}
+    everywhere = True
+    while todo:
+        found = set()
+        for module in todo:
+            found |= _imported(module, everywhere)
+        everywhere = False
+        todo = sorted(found - seen)
+        seen |= found
+    return tuple(sorted(seen))
+
+
+def widget() -> Markup:
+    """The drop zone, the progress line and the places for the facts box, the per-step table, the
+    timeline and the summary; and the script that runs them. Without the vendored Pyodide (a
+    non-strict build: `mkdocs serve` before `make pyodide`), a notice instead."""
+    problem = vendor_pyodide.missing()
+    if problem:
+        return h("div", {"class": "admonition warning"},
+                 h("p", {"class": "admonition-title"}, "The analyzer is not in this build"),
+                 h("p", None, f"This build of the site has no Pyodide: {problem}."))
+    folder = vendor_pyodide.vendored_dir()
+    for name in vendor_pyodide.PYODIDE_FILES:
+        publish(PYODIDE_SITE_DIR + name, folder / name)
+    modules = shipped_modules()
+    for module in modules:
+        publish(f"{PYTHON_SITE_DIR}scripts/{module}.py", PACKAGE / f"{module}.py")
+    attrs = {
+        "class": "trace-analyzer", "data-search-exclude": True,
+        "data-pyodide": relative_url(PYODIDE_SITE_DIR) + "/",
+        "data-python": relative_url(PYTHON_SITE_DIR) + "/",
+        "data-modules": " ".join(modules),
+        "data-worker": relative_url(WORKER),
+        "data-guide": relative_url(FACTS_GUIDE) + "/",
+    }
+    drop = h("div", {"class": "analyzer-drop"},
+             h("p", None, h("strong", None, "Drop a trace here"), " (", h("code", None, ".json"), " or ",
+               h("code", None, ".json.gz"), "), or choose one:"),
+             h("input", {"type": "file", "class": "analyzer-input", "aria-label": "Trace file to analyze",
+                         "accept": ".json,.gz,application/json,application/gzip"}),
+             h("button", {"type": "button", "class": "md-button analyzer-preload"},
+               "Load the analyzer now"))
+    status = h("div", {"class": "analyzer-status", "role": "status", "hidden": True},
+               h("progress", {"class": "analyzer-progress", "max": 1}), " ",
+               h("span", {"class": "analyzer-stage"}))
+    error = h("p", {"class": "analyzer-error", "role": "alert", "hidden": True})
+    output = h("div", {"class": "analyzer-output", "hidden": True},
+               h("p", {"class": "analyzer-title"}),
+               h("div", {"class": "analyzer-facts"}),
+               h("div", {"class": "analyzer-steps"}),
+               # its <img> is made with the picture: an image without a source counts as broken
+               h("figure", {"class": "timeline analyzer-timeline", "hidden": True}, h("figcaption", None)),
+               h("details", {"class": "analyzer-cli"},
+                 h("summary", None, "What the command line prints for this trace"),
+                 h("pre", None, h("code", {"class": "analyzer-summary"}))))
+    return h("div", attrs, drop, status, error, output,
+             h("script", {"type": "module", "src": relative_url(SCRIPT)}))
