@@ -105,6 +105,33 @@ def steps_with_uncorrelated_kernel() -> TraceWriter:
     return w
 
 
+def graph_launch() -> TraceWriter:
+    """A cudaGraphLaunch at 101 runs three kernels under its one correlation id: [110, 120],
+    [120, 130], [140, 150]."""
+    w = base()
+    w.launch(101, 5, [("kernel", "graph_k0", 110, 10, 7), ("kernel", "graph_k1", 120, 10, 7),
+                      ("kernel", "graph_k2", 140, 10, 7)], api="cudaGraphLaunch")
+    return w
+
+
+def overlap_on_one_stream() -> TraceWriter:
+    """A kernel [95, 105] that starts before K2 ends on the same stream (programmatic dependent
+    launch lets it)."""
+    w = base()
+    w.launch(90, 2, [("kernel", GEMM, 95, 10, 7)])
+    return w
+
+
+def steps_with_graph_across_cut() -> TraceWriter:
+    """The three steps, and a graph launched at 390, before the last step began, whose kernels
+    [420, 430] and [500, 510] run inside it: kept by both, by their launch."""
+    w = steps_with_uncorrelated_kernel()
+    w.events = [e for e in w.events if "correlation" in e["args"] or e["pid"] != 0]
+    w.launch(390, 5, [("kernel", "graph_k0", 420, 10, 7), ("kernel", "graph_k1", 500, 10, 7)],
+             api="cudaGraphLaunch")
+    return w
+
+
 # (trace, ours, HTA's): (idle, compute, non-compute) percent of the span.
 CASES = {
     # HTA: busy [10, 102] with the sync row: span 92, idle 0, compute 70/92, the rest (22) is
@@ -121,7 +148,15 @@ CASES = {
     "uncorrelated_kernel_before_cut": (steps_with_uncorrelated_kernel, (50.0, 50.0, 0.0),
                                        (46.43, 53.57, 0.0)),
 }
-AGREED = {"event_sync": (event_sync, (22.22, 77.78, 0.0))}
+AGREED = {
+    "event_sync": (event_sync, (22.22, 77.78, 0.0)),
+    # busy 70 + 30 of the span [10, 150]
+    "graph_launch": (graph_launch, (28.57, 71.43, 0.0)),
+    # busy [10, 50] and [70, 105]: 75 of 95
+    "overlap_on_one_stream": (overlap_on_one_stream, (21.05, 78.95, 0.0)),
+    # span [20, 510], busy 140 + 20
+    "graph_across_the_last_step": (steps_with_graph_across_cut, (67.35, 32.65, 0.0)),
+}
 
 
 def write(w: TraceWriter, folder: Path) -> Path:
@@ -164,7 +199,7 @@ def test_hta_reads_the_construct_as_documented(case, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("case", sorted(AGREED))
-def test_rows_without_a_stream_agree(case, tmp_path, monkeypatch):
+def test_constructs_both_read_alike(case, tmp_path, monkeypatch):
     build, expected = AGREED[case]
     path = write(build(), tmp_path / "t")
     assert ours(path) == pytest.approx(expected, abs=0.01)
