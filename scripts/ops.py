@@ -15,8 +15,11 @@ need their args, so the trace must be loaded with them kept:
   chain them). `source_facts` follows each top GPU kernel to the Python line that led to it:
   kernel -> its launch call (by correlation id, as the facts engine links them) -> the frames
   running on the launching thread when the call started -> the innermost frame of user code
-  (see `is_library_frame`). On a trace without GPU work it does the same for the CPU ops with
-  the most self time.
+  (see `is_library_frame`). Work of the backward pass, launched from autograd's thread where
+  no frame runs, gets the frames of the forward op it differentiates (autograd's `Sequence
+  number` links them). On a trace without GPU work it does the same for the CPU ops with the
+  most self time. A frame's line is where its function starts (Kineto names a frame by its
+  code object), not the line of the call inside it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from .trace import Event, Trace, Window
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # load_trace(keep_args=...) for these facts
 TOP_SHAPES = 15
 TOP_SOURCES = 10
-STACK_DEPTH = 6  # enclosing frames kept per source line, innermost first
+STACK_DEPTH = 16  # enclosing frames kept per source line, innermost first, to the user's
 _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<function>.*)$", re.S)
 # Frames that are not code a user wrote: the interpreter's built-ins, module and optimizer
 # frames torch adds, and files of installed packages or of the standard library.
@@ -68,7 +71,8 @@ class SourceLine:
     share_pct: float  # of the total time of the activities (ops) of that kind in the window
     op: str | None  # the innermost CPU op around the launch (a kernel's), most frequent
     frame: str | None  # the innermost user frame, shortened (None: no frame, or only library code)
-    stack: list[str] = field(default_factory=list)  # enclosing frames, innermost first, shortened
+    # The enclosing frames, innermost first, down to the user frame (STACK_DEPTH at most), shortened.
+    stack: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -221,9 +225,41 @@ def enclosing(events: list[Event], queries: list[tuple[tuple, float]]) -> list[l
     return found
 
 
+def _down_to_user(frames: list[Event]) -> list[Event]:
+    """The frames (outermost first) innermost first, down to the innermost user frame."""
+    inner = frames[::-1]
+    at = next((i for i, f in enumerate(inner) if not is_library_frame(f.name)), len(inner) - 1)
+    return inner[:at + 1]
+
+
 def _user_frame(frames: list[Event]) -> str | None:
     """The innermost frame of user code among enclosing frames (outermost first)."""
     return next((f.name for f in reversed(frames) if not is_library_frame(f.name)), None)
+
+
+def _frames_of_forward(trace: Trace, python: list[Event], frames: list[list[Event]],
+                       ops: list[list[Event]]) -> None:
+    """Work of the backward pass runs on autograd's thread, which has no Python frames: its
+    frames are those of the forward op it differentiates, found as autograd links them (the
+    backward op's `Sequence number`, with a `Fwd thread id`, names the forward op's). Fills in
+    `frames` where they are empty and such a link exists."""
+    forward: dict[int, Event] = {}
+    for op in trace.by_kind.get("cpu_op", []):
+        seq = op.args.get("Sequence number")
+        if type(seq) is int and not op.args.get("Fwd thread id"):
+            forward.setdefault(seq, op)  # the outermost op of that sequence number
+    wanted, queries = [], []
+    for i, (chain, op_chain) in enumerate(zip(frames, ops)):
+        if chain:
+            continue
+        linked = next((forward.get(op.args.get("Sequence number")) for op in reversed(op_chain)
+                       if op.args.get("Fwd thread id") and
+                       forward.get(op.args.get("Sequence number")) is not None), None)
+        if linked is not None:
+            wanted.append(i)
+            queries.append(((linked.pid, linked.tid), linked.ts))
+    for i, chain in zip(wanted, enclosing(python, queries)):
+        frames[i] = chain
 
 
 def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[SourceLine]:
@@ -244,8 +280,10 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
     if not items:
         return []
     queries = [(thread, ts) for _, _, _, thread, ts in items]
-    frames = enclosing(trace.by_kind.get("python", []), queries)
+    python = trace.by_kind.get("python", [])
+    frames = enclosing(python, queries)
     ops = enclosing(trace.by_kind.get("cpu_op", []), queries)
+    _frames_of_forward(trace, python, frames, ops)
     totals: dict[str, float] = {}
     groups: dict[tuple, list] = {}  # (name, kind, frame) -> count, time, ops, stack
     for (name, kind, time, _, _), chain, op_chain in zip(items, frames, ops):
@@ -263,7 +301,7 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
         share_pct=100.0 * time / totals[kind] if totals[kind] else 0.0,
         op=max(op_counts, key=lambda o: (op_counts[o], o)) if op_counts else None,
         frame=None if frame is None else short_frame(frame),
-        stack=[short_frame(f.name) for f in reversed(chain)][:STACK_DEPTH],
+        stack=[short_frame(f.name) for f in _down_to_user(chain)][:STACK_DEPTH],
     ) for (name, kind, frame), (count, time, op_counts, chain) in ranked]
 
 
