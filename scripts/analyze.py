@@ -301,10 +301,13 @@ def render_window(trace: Trace, trace_facts: TraceFacts, step: int | None, windo
     the default one the picture's headline gets facts of its own."""
     from .timeline import render_timeline  # only --svg needs the renderer
 
+    from .memory_lane import add_memory_lane  # a lane of allocated bytes, where there are any
+
     chosen = select_window(trace, step=step, window=window)
     given = step is not None or window is not None
-    return render_timeline(trace, window=chosen,
-                           facts=trace_facts if given else facts(trace, window=chosen))
+    return add_memory_lane(render_timeline(trace, window=chosen,
+                                           facts=trace_facts if given else facts(trace, window=chosen)),
+                           trace, chosen)
 
 
 def _unwritable(out: Path, several: bool) -> str | None:

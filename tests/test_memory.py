@@ -117,3 +117,32 @@ def test_unreadable_args_are_skipped_not_fatal():
 def test_format_bytes():
     assert [format_bytes(n) for n in (0, 512, 1536, 3 * 2**30 + 2**29, -2048)] == \
         ["0 B", "512 B", "1.50 KiB", "3.50 GiB", "-2.00 KiB"]
+
+
+def test_facts_box_shows_the_peak_escaped():
+    from scripts.analysis import facts
+    from scripts.pages import render_facts_box
+
+    t = trace()
+    t.by_kind["cpu_op"][-1].name = "aten::<b>add"
+    box = str(render_facts_box(facts(t, step=2), "#", memory_facts(t, Window(100, 200, "ProfilerStep#2"))))
+    assert "cuda:0: 500 B allocated at 110 us, in <code>aten::&lt;b&gt;add</code> (reserved 2.00 KiB)" in box
+    assert "Memory peak" not in str(render_facts_box(facts(t, step=2), "#"))
+
+
+def test_memory_lane_under_the_timeline():
+    import xml.dom.minidom
+
+    from scripts.memory_lane import LANE_H, add_memory_lane
+    from scripts.timeline import render_timeline
+
+    t = trace()
+    t.by_kind["cpu_op"][-1].name = "aten::<b>add"
+    window = Window(100, 200, "ProfilerStep#2")
+    plain = render_timeline(t, window)
+    drawn = add_memory_lane(plain, t, window)
+    xml.dom.minidom.parseString(drawn)  # still well-formed: the name is escaped
+    assert "peak 500 B, in aten::&lt;b&gt;add" in drawn and drawn.count("memory cuda:0") == 1
+    assert len(drawn) > len(plain) and f'height="{LANE_H}"' in drawn
+    no_memory = build_trace({"traceEvents": [e for e in memory_trace()["traceEvents"] if e["ph"] != "i"]})
+    assert add_memory_lane(plain, no_memory, window) == plain
