@@ -93,7 +93,7 @@ class Event:
     dur: float
     pid: int | str
     tid: int | str
-    args: dict = field(default_factory=dict)  # only KEPT_ARGS
+    args: dict = field(default_factory=dict)  # only KEPT_ARGS, unless load_trace(keep_args=...)
 
     @property
     def end(self) -> float:
@@ -278,9 +278,10 @@ class _Builder:
     Times stay absolute until `finish`, which knows the earliest one. Events of `skip_kinds` are
     only counted, and their times kept for `finish`."""
 
-    def __init__(self, source: str, skip_kinds=frozenset()):
+    def __init__(self, source: str, skip_kinds=frozenset(), keep_args=frozenset()):
         self.source = source
         self.skip_kinds = frozenset(skip_kinds)
+        self.keep_args = frozenset(keep_args) - self.skip_kinds
         # The categories whose events the reader need not make columns of (Kineto's spellings).
         self.times_only_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
                                             if kind in self.skip_kinds))
@@ -312,7 +313,8 @@ class _Builder:
             self.events.append(Event(
                 self._intern(name), kind, self._intern(cat), ts,
                 max(_number(raw.get("dur")), 0.0), raw.get("pid", 0), raw.get("tid", 0),
-                _no_args_if_empty(_kept_args(raw.get("args"))) if kind not in _ARGLESS_KINDS
+                _whole_args(raw.get("args")) if kind in self.keep_args
+                else _no_args_if_empty(_kept_args(raw.get("args"))) if kind not in _ARGLESS_KINDS
                 else _NO_ARGS,
             ))
         elif ph == "M":
@@ -338,6 +340,8 @@ class _Builder:
         self.raw_count += len(names)
         kinds = self._kinds(cats, names)
         columns = [names, kinds, cats, starts, durations, pids, tids, _args_column(kinds, bodies)]
+        if self.keep_args and not self.keep_args.isdisjoint(kinds):
+            _add_whole_args(columns[-1], kinds, bodies, self.keep_args)
         if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
             keep = [kind not in self.skip_kinds for kind in kinds]
             drop = list(map(not_, keep))
@@ -417,6 +421,21 @@ def _args_column(kinds: list[str], bodies: list) -> list[dict]:
     return column
 
 
+def _add_whole_args(column: list[dict], kinds: list[str], bodies: list, keep: frozenset) -> None:
+    """Put the whole args of the events of the `keep` kinds in their place in `column`."""
+    for i, kind in enumerate(kinds):
+        if kind in keep and bodies[i]:
+            try:
+                column[i] = _whole_args(json.loads("{" + bodies[i] + "}"))
+            except ValueError:  # the reader is laxer than JSON inside args (see scripts.parse)
+                pass
+
+
+def _whole_args(args) -> dict:
+    """Every arg of an event of a `keep_args` kind, as decoded (shapes, Python ids, ...)."""
+    return args if isinstance(args, dict) and args else _NO_ARGS
+
+
 def _kept_args(args) -> dict:
     if not isinstance(args, dict):
         return {}
@@ -462,24 +481,30 @@ def read_json(path: Path) -> dict:
     return data
 
 
-def build_trace(data: dict, source: str = "", skip_kinds=frozenset()) -> Trace:
-    """A Trace from an already decoded chrome trace dict (`skip_kinds`: as for `load_trace`)."""
-    builder = _Builder(source, skip_kinds)
+def build_trace(data: dict, source: str = "", skip_kinds=frozenset(),
+                keep_args=frozenset()) -> Trace:
+    """A Trace from an already decoded chrome trace dict (`skip_kinds`, `keep_args`: as for
+    `load_trace`)."""
+    builder = _Builder(source, skip_kinds, keep_args)
     for raw in data["traceEvents"]:
         builder.add_raw(raw)
     return builder.finish({k: v for k, v in data.items() if k != "traceEvents"})
 
 
 def load_trace(source, progress: Callable[[int, int], None] | None = None,
-               skip_kinds=frozenset(), max_bytes: int | None = None) -> Trace:
+               skip_kinds=frozenset(), max_bytes: int | None = None,
+               keep_args=frozenset()) -> Trace:
     """Read a `.json` or `.json.gz` trace (gzip is told by content) from a path, "-" (stdin) or
     a binary file object. `progress(done, total)` is called with the source's bytes read and
     its size (0 when unknown) after each chunk. Complete events of `skip_kinds` (e.g.
     {"python"}: the stack frames of `with_stack=True`, most of such a trace) are not made into
     Events, which is faster; `Trace.skipped` counts them, and they still count in
     `Trace.event_count`, `end_us` and `origin_us`. A trace larger than `max_bytes` once
-    decompressed is refused (default: $PROFILING_MAX_TRACE_BYTES, else 4 GiB)."""
-    builder = _Builder("", skip_kinds)
+    decompressed is refused (default: $PROFILING_MAX_TRACE_BYTES, else 4 GiB). Events of the
+    `keep_args` kinds keep all their args, as decoded (e.g. {"cpu_op", "python"}: the input
+    shapes of `record_shapes=True` and the Python ids of `with_stack=True`, which
+    `scripts.ops` reads); the others keep only `KEPT_ARGS`."""
+    builder = _Builder("", skip_kinds, keep_args)
     with paused_gc():
         metadata = read_trace(source, builder, progress=progress, max_bytes=max_bytes)
         return builder.finish(metadata)

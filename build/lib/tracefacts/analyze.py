@@ -27,7 +27,9 @@ from .analysis import (TIMES_ONLY_KINDS, TraceFacts, facts, steady_step,  # noqa
 from .blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
 from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
                       run_main, unescaped)
-from .trace import Trace, TraceError, load_trace, paused_gc, select_window  # noqa: E402
+from .details import details, details_json, details_lines, needs_op_args  # noqa: E402
+from .ops import OP_ARG_KINDS  # noqa: E402
+from .trace import Trace, TraceError, Window, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
 STDIN = "-"  # load_trace reads standard input for this string (a Path would be a file named -)
@@ -141,6 +143,8 @@ def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Pa
     try:
         trace, step = _load(path, args, full=bool(args.svg or args.blocks))
         trace_facts = facts(trace, step=step, window=args.window)
+        w = trace_facts.window
+        extra = details(trace, Window(w.start_us, w.end_us, w.label))
         svg = render_window(trace, trace_facts, step, args.window) if args.svg else None
         found = blocks_of(trace) if args.blocks else None
     except Exception as err:  # a file that breaks the analysis is still a bad input
@@ -151,9 +155,11 @@ def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Pa
             return _fail(problem)
     if args.json:
         blocks = {} if found is None else {"blocks": blocks_json(found)}
-        print(strict_json({**trace_facts.to_dict(), **blocks}))
+        print(strict_json({**trace_facts.to_dict(), **details_json(extra), **blocks}))
     else:
         print(("\n" if number else "") + summary_text(trace_facts))
+        if extra is not None:
+            print("\n".join(details_lines(extra)))
         if found is not None:
             print(blocks_text(found))
     return 0
@@ -164,6 +170,8 @@ def _load(path: TracePath, args: argparse.Namespace, full: bool) -> tuple[Trace,
     event, for a timeline or the blocks (the facts read some kinds only as times)."""
     trace = load_trace(path, progress=_progress_printer(path),
                        skip_kinds=frozenset() if full else TIMES_ONLY_KINDS)
+    if path != STDIN and needs_op_args(trace):  # memory, shapes or stacks: read their ops' args
+        trace = load_trace(path, keep_args=OP_ARG_KINDS)
     trace.source = display_name(path)  # what the facts and their errors call it
     if args.window:
         _check_overlap(args.window, trace)
@@ -293,10 +301,13 @@ def render_window(trace: Trace, trace_facts: TraceFacts, step: int | None, windo
     the default one the picture's headline gets facts of its own."""
     from .timeline import render_timeline  # only --svg needs the renderer
 
+    from .memory_lane import add_memory_lane  # a lane of allocated bytes, where there are any
+
     chosen = select_window(trace, step=step, window=window)
     given = step is not None or window is not None
-    return render_timeline(trace, window=chosen,
-                           facts=trace_facts if given else facts(trace, window=chosen))
+    return add_memory_lane(render_timeline(trace, window=chosen,
+                                           facts=trace_facts if given else facts(trace, window=chosen)),
+                           trace, chosen)
 
 
 def _unwritable(out: Path, several: bool) -> str | None:

@@ -267,10 +267,11 @@ class Run:
 FACTS_GUIDE = "guide/analyze-your-trace/"
 
 
-def render_facts_box(facts, guide_href: str) -> Markup:
+def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
     """A compact box of the analyzer's headline facts (scripts.analysis.TraceFacts) about the
     window they describe (the whole trace, by default), which its title names. "GPU busy" gives
-    both views of that window, each named: the time window's share, and the launched work's."""
+    both views of that window, each named: the time window's share, and the launched work's.
+    `memory` (scripts.memory.MemoryFacts of the same window) adds each device's peak."""
     from .analysis import short_name
 
     w = facts.window
@@ -302,6 +303,8 @@ def render_facts_box(facts, guide_href: str) -> Markup:
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
     rows.append(("CPU busy", f"{w.cpu_busy_pct:.1f}% of {scope}'s time ({format_us(w.cpu_busy_us)})"))
+    if memory is not None and memory.devices:
+        rows.append(("Memory peak", _memory_peaks(memory)))
     if facts.steps:
         steps = join("; ", (
             f"#{step.label.split('#')[-1]} {step.verdict.label}"
@@ -313,6 +316,19 @@ def render_facts_box(facts, guide_href: str) -> Markup:
               f"What the analyzer says about {scope} (", h("a", {"href": guide_href}, "how to read this"), ")")
     body = h("dl", None, [(h("dt", None, name), h("dd", None, value)) for name, value in rows])
     return h("div", {"class": "admonition abstract facts", "data-search-exclude": True}, title, body)
+
+
+def _memory_peaks(memory) -> Markup:
+    """Each device's peak allocated bytes, when, and the op running then (escaped by `h`)."""
+    from .memory import format_bytes
+
+    def one(d):
+        when = "held from before the window" if d.peak_from_before else f"at {format_us(d.peak_us)}"
+        op = (", in ", h("code", None, d.peak_op)) if d.peak_op and not d.peak_from_before else ()
+        reserved = f" (reserved {format_bytes(d.peak_reserved)})" if d.peak_reserved else ""
+        return concat(f"{d.device}: {format_bytes(d.peak_allocated)} allocated {when}", *op, reserved)
+
+    return join("; ", (one(d) for d in memory.devices))
 
 
 _runs: dict[tuple, Run] = {}
