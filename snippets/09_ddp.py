@@ -23,7 +23,7 @@ step, so that happens before the recorded ones).
 
 Writes `ddp_w{world}_bucket{mb}[_straggler{R}]_rank{r}.json` (one chrome trace per rank, the
 distributed rank in its `distributedInfo`) and `_rank{r}.txt` (that rank's key_averages table)
-into --trace_dir. Read them together with `python scripts/analyze.py --ranks TRACE_DIR`.
+into --trace_dir; with --world_size 1 (the same step on one GPU, for comparison) no `_rank0`. Read them together with `python scripts/analyze.py --ranks TRACE_DIR`.
 """
 
 import argparse
@@ -145,7 +145,7 @@ def profile_rank(rank, args):
 
     sort_by = "cuda_time_total" if on_gpu else "cpu_time_total"
     table = prof.key_averages().table(sort_by=sort_by, row_limit=15)
-    stem = f"{output_stem(args)}_rank{rank}"
+    stem = output_stem(args) + (f"_rank{rank}" if args.world_size > 1 else "")
     args.trace_dir.mkdir(parents=True, exist_ok=True)
     (args.trace_dir / f"{stem}.txt").write_text(table + "\n")
     prof.export_chrome_trace(str(args.trace_dir / f"{stem}.json"))
