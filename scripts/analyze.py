@@ -4,9 +4,12 @@ kernels, and whether the program is overhead-bound or compute-bound.
     python scripts/analyze.py TRACE [TRACE ...] [--json] [--svg OUT]
                               [--step N|steady | --window START:END] [--blocks]
     python scripts/analyze.py BEFORE AFTER --diff [--json] [--svg DIR] [--step N|steady | --window ...]
+    python scripts/analyze.py RANK_DIR | --ranks TRACE TRACE ... [--json] [--workers N]
 
 Reads .json and .json.gz chrome traces from torch.profiler / Kineto of any version, CUDA or ROCm,
-one file per rank (`-`: standard input). The definitions are in docs/guide/analyze-your-trace.md.
+one file per rank (`-`: standard input). A directory, or --ranks with several files, is one
+distributed run: its ranks are read in parallel processes and compared (scripts/ranks.py). The
+definitions are in docs/guide/analyze-your-trace.md.
 """
 
 from __future__ import annotations
@@ -69,6 +72,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="also give the facts of each labelled block: the sweep's "
                              "`{mode} n={size}` blocks, or the LLM snippet's `decode b=N` steps "
                              "(per batch size)")
+    parser.add_argument("--ranks", action="store_true",
+                        help="the traces are the ranks of one distributed run: per rank and across "
+                             "ranks, communication, compute, their overlap (HTA's definition), "
+                             "time waiting in collectives and the slowest rank of each step, on "
+                             "one time axis (implied when a TRACE is a directory)")
+    parser.add_argument("--workers", type=_workers_arg, metavar="N",
+                        help="with several ranks: processes reading them (default: one per core, "
+                             "at most one per file)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--step", type=_step_arg, metavar="N",
                        help="describe ProfilerStep#N (default: the whole trace); 'steady': each "
@@ -80,6 +91,17 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--diff compares exactly two traces, BEFORE AFTER (got {len(args.traces)})")
     if args.diff and args.blocks:
         parser.error("--diff and --blocks cannot be combined")
+    if args.traces != [STDIN] and any(p != STDIN and p.is_dir() for p in args.traces):
+        args.ranks = True
+    if args.ranks:
+        clashing = [flag for flag, on in (("--diff", args.diff), ("--svg", args.svg), ("--blocks", args.blocks),
+                                          ("--step", args.step is not None),
+                                          ("--window", args.window is not None)) if on]
+        if clashing:
+            parser.error(f"the ranks of a run (--ranks, or a directory) are read whole: "
+                         f"{', '.join(clashing)} cannot be combined with them")
+        if STDIN in args.traces:
+            parser.error("--ranks reads files or directories, not standard input")
     if args.traces.count(STDIN) > 1:
         parser.error("- (standard input) can be read only once")
     if STDIN in args.traces and sys.stdin is not None and sys.stdin.isatty():
@@ -90,6 +112,16 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def _trace_arg(text: str) -> TracePath:
     return STDIN if text == STDIN else Path(text)
+
+
+def _workers_arg(text: str) -> int:
+    try:
+        workers = int(text)
+        if workers < 1:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, 1 or more, got {text!r}") from None
+    return workers
 
 
 def _step_arg(text: str) -> int | str:
@@ -123,6 +155,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.diff:
         return _diff(args)
+    if args.ranks:
+        return _ranks(args)
     svg_paths = _svg_paths(args.svg, args.traces) if args.svg else {}
     problem = _unwritable(args.svg, several=len(args.traces) > 1) if args.svg else None
     if problem:  # said before the traces are read, which can take long
@@ -220,6 +254,24 @@ def _diff(args: argparse.Namespace) -> int:
             if status:
                 return status
     print(strict_json(result.to_dict()) if args.json else diff_text(result))
+    return 0
+
+
+def _ranks(args: argparse.Namespace) -> int:
+    """The ranks of one run, per rank and across ranks, as text or one JSON object."""
+    from .ranks import cross_rank, rank_files, read_ranks, report_text
+
+    try:
+        files = rank_files(args.traces)
+        facts = read_ranks(files, workers=args.workers)
+        report = cross_rank(facts)
+    except TraceError as err:
+        return _fail(str(err))
+    except Exception as err:  # a file that breaks the analysis is still a bad input
+        if os.environ.get(DEBUG_ENV):
+            raise
+        return _fail(f"cannot analyze these ranks ({type(err).__name__}: {err})")
+    print(strict_json(report.to_dict()) if args.json else report_text(report))
     return 0
 
 

@@ -22,6 +22,9 @@ class Example:
     # Fresh processes the refresh runs: the first gives the artifacts shown, every later one a
     # per-step digest in samples_path (scripts/samples.py), for claims about noisy timings.
     repeats: int = 1
+    # GPUs the run needs, one rank (process) each; with more than one the snippet writes one trace
+    # and one table per rank ({tag}_rank{r}). A machine with fewer skips it (scripts/freeze.py).
+    gpus: int = 1
 
     @property
     def key(self) -> str:
@@ -34,6 +37,19 @@ class Example:
     @property
     def folder(self) -> Path:
         return TRACES / self.snippet
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        """The output stems the snippet writes: the tag, or one per rank on several GPUs."""
+        return (self.tag,) if self.gpus == 1 else tuple(f"{self.tag}_rank{r}" for r in range(self.gpus))
+
+    @property
+    def trace_paths(self) -> tuple[Path, ...]:
+        return tuple(self.folder / f"{stem}.json.gz" for stem in self.stems)
+
+    @property
+    def table_paths(self) -> tuple[Path, ...]:
+        return tuple(self.folder / f"{stem}.txt" for stem in self.stems)
 
     @property
     def trace_path(self) -> Path:
@@ -200,7 +216,20 @@ GUIDE = (
     Example("train_step", "train_b16_s10_stack", ("--with_stack", "--steps", "10")),
 )
 
-EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE
+
+def _ddp(bucket_mb: int, straggler: int = -1) -> Example:
+    args = ["--world_size", "2", "--bucket_cap_mb", str(bucket_mb)]
+    args += ["--straggler", str(straggler)] if straggler >= 0 else []
+    tag = f"ddp_w2_bucket{bucket_mb}" + (f"_straggler{straggler}" if straggler >= 0 else "")
+    return Example("09_ddp", tag, tuple(args), gpus=2)
+
+
+# Part 6: a DDP step on two GPUs, one trace per rank. DDP's default 25 MB buckets, then small ones
+# (many all-reduces, started early) and large ones (few, started late: less overlap), and rank 1
+# made late by 20 ms of host work a step, which rank 0's timeline shows as waiting in NCCL.
+PART6 = (_ddp(25), _ddp(1), _ddp(200), _ddp(25, straggler=1))
+
+EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + PART6
 
 _BY_KEY = {example.key: example for example in EXAMPLES}
 

@@ -58,13 +58,17 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "list":
         for example in examples:
-            state = freeze.status(example)
-            print(f"{state.state:8} {example.key:45} {example.command}")
+            state = "awaiting" if freeze.awaits_gpus(example) else freeze.status(example).state
+            print(f"{state:8} {example.key:45} {example.command}")
         return 0
     if args.command == "check":
         problems = freeze.check(examples)
-        print(freeze.stale_report(problems) if problems else f"all {len(examples)} example(s) are fresh",
+        waiting = freeze.awaiting_report(examples)
+        ready = len(examples) - sum(map(freeze.awaits_gpus, examples))
+        print(freeze.stale_report(problems) if problems else f"all {ready} example(s) are fresh",
               file=sys.stderr if problems else sys.stdout)
+        if waiting:
+            print(waiting)
         return 1 if problems else 0
     if args.stale:
         examples = [s.example for s in freeze.check(examples)]

@@ -11,6 +11,7 @@ Standard library only: this module is the GPU refresh path and runs on a bare GP
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -106,8 +107,26 @@ def status(example: Example) -> Status:
 
 
 def check(examples: list[Example]) -> list[Status]:
-    """The examples that are not fresh."""
-    return [s for s in map(status, examples) if not s.ok]
+    """The examples that are not fresh, but those never run that need more GPUs than this
+    machine has (`awaits_gpus`): a build or `check` without them does not fail."""
+    return [s for s in map(status, examples) if not s.ok
+            and not (s.state == "missing" and awaits_gpus(s.example))]
+
+
+def awaits_gpus(example: Example) -> bool:
+    """An example of several GPUs that was never run, on a machine with fewer: it is left out of
+    the check and of the pages until a machine with enough GPUs refreshes it."""
+    return example.gpus > 1 and not example.meta_path.exists() and gpu_count() < example.gpus
+
+
+def awaiting_report(examples: list[Example]) -> str:
+    """One line for the examples `awaits_gpus` leaves out, or ''."""
+    waiting = [e for e in examples if awaits_gpus(e)]
+    if not waiting:
+        return ""
+    needs = sorted({e.gpus for e in waiting})
+    return (f"{len(waiting)} example(s) not run yet, they need {' or '.join(map(str, needs))} GPUs "
+            f"(this machine has {gpu_count()}): {' '.join(e.key for e in waiting)}")
 
 
 def _refresh_keys(examples: list[Example]) -> list[str]:
@@ -225,10 +244,16 @@ def snippet_python() -> str:
 
 
 def gpu_available() -> bool:
+    return gpu_count() > 0
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_count() -> int:
+    """The GPUs nvidia-smi lists (0 without it)."""
     if not shutil.which("nvidia-smi"):
-        return False
+        return 0
     done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
-    return done.returncode == 0 and "GPU" in done.stdout
+    return sum(line.startswith("GPU") for line in done.stdout.splitlines()) if done.returncode == 0 else 0
 
 
 def _last_line(text: str) -> str:
@@ -283,25 +308,32 @@ def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True
             return _Run(done.error, wall)
         if done.returncode != 0:
             return _Run(f"exit {done.returncode}: {_last_line(stderr.read_text(errors='replace'))}", wall)
-        trace_file, table_file = out_dir / f"{example.tag}.json", out_dir / f"{example.tag}.txt"
         unavailable = out_dir / example.unavailable_path.name
         if unavailable.exists():
             # The snippet says what it cannot do here; that reason is the frozen result.
             reason = Scrubber.for_this_machine(out_dir).scrub(_last_line(unavailable.read_text()))
             return _Run(wall_time_s=wall, mode=mode, outputs={example.unavailable_path.name: (reason + "\n").encode()})
-        if not trace_file.exists() or not table_file.exists():
+        expected = [out_dir / f"{stem}{suffix}" for stem in example.stems for suffix in (".json", ".txt")]
+        if not all(path.exists() for path in expected):
             wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
-            return _Run(f"expected {example.tag}.json and .txt, the snippet wrote {wrote}", wall)
+            names = " and ".join(f"{stem}.json and .txt" for stem in example.stems)
+            return _Run(f"expected {names}, the snippet wrote {wrote}", wall)
         scrubber = Scrubber.for_this_machine(out_dir)
-        trace = sanitize_trace(json.loads(trace_file.read_text()), f"{example.tag}.json", scrubber)
-        table = scrubber.scrub(table_file.read_text())
-        leaks = scrubber.leaks(trace) + scrubber.leaks(table)
-        if leaks:
-            return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
+        sanitized = {}  # stem -> (trace, table): one of each per rank
+        for stem in example.stems:
+            trace = sanitize_trace(json.loads((out_dir / f"{stem}.json").read_text()), f"{stem}.json", scrubber)
+            table = scrubber.scrub((out_dir / f"{stem}.txt").read_text())
+            leaks = scrubber.leaks(trace) + scrubber.leaks(table)
+            if leaks:
+                return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
+            sanitized[stem] = trace, table
+        trace = sanitized[example.stems[0]][0]  # a repeat's digest reads the first rank's
     if not artifacts:
         return _Run(wall_time_s=wall, mode=mode, trace=trace)
-    trace_bytes = gzip_reproducibly(json.dumps(trace, separators=(",", ":")).encode())
-    outputs = {example.trace_path.name: trace_bytes, example.table_path.name: table.encode()}
+    outputs = {}
+    for stem, (one_trace, table) in sanitized.items():
+        outputs[f"{stem}.json.gz"] = gzip_reproducibly(json.dumps(one_trace, separators=(",", ":")).encode())
+        outputs[f"{stem}.txt"] = table.encode()
     return _Run(wall_time_s=wall, mode=mode, outputs=outputs, trace=trace)
 
 
@@ -364,7 +396,7 @@ def write_artifacts(result: RunResult) -> None:
         partial = folder / f".{name}.partial"
         partial.write_bytes(content)
         os.replace(partial, folder / name)
-    for leftover in (example.trace_path, example.table_path, example.unavailable_path, example.samples_path):
+    for leftover in (*example.trace_paths, *example.table_paths, example.unavailable_path, example.samples_path):
         if leftover.name not in result.files and leftover.exists():
             leftover.unlink()
 
@@ -377,6 +409,11 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
     """Run the examples (each run killed after timeout_s); write their artifacts only if all
     succeeded (or, with keep_going, those that did). Returns the number of failed examples."""
     started = time.perf_counter()
+    fitting = [e for e in examples if e.gpus <= max(gpu_count(), 1)]
+    for example in examples:
+        if example not in fitting:
+            log(f"  skipped {example.key}: it needs {example.gpus} GPUs, this machine has {gpu_count()}")
+    examples = fitting
     packages = sorted({name for example in examples for name in snippet_dependencies(example)})
     results = []
     with runners.open_runner(python, isolated=isolated, log=log) as run:

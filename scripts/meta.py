@@ -142,7 +142,7 @@ def read_meta(example: catalog.Example) -> Meta:
     meta = load_meta(example.meta_path)
     if meta.example != example.key:
         raise MetaError(example.meta_path, f"records the run of {meta.example!r}, not of {example.key}")
-    artifacts = {p.name for p in (example.trace_path, example.table_path, example.unavailable_path,
+    artifacts = {p.name for p in (*example.trace_paths, *example.table_paths, example.unavailable_path,
                                   example.samples_path)}
     for name in meta.outputs:
         if name not in artifacts:

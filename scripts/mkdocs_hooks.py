@@ -76,6 +76,9 @@ def on_pre_build(config):
         problems = freeze.check(list(catalog.EXAMPLES)) if not failed else problems
         if not failed:
             notebooks.write_all()  # their outputs are the new runs
+    waiting = freeze.awaiting_report(list(catalog.EXAMPLES))
+    if waiting:
+        log.info(waiting)
     if problems:
         message = freeze.stale_report(problems)
         if config.strict:
@@ -105,7 +108,8 @@ def unshown_examples(used: set[str]) -> list[str]:
     """One message per frozen example of the catalog that no page reads: show it where it
     teaches something, or drop it from scripts/catalog.py and traces/."""
     return [f"{e.key} is frozen but shown on no page: show it (example(...) and its links()) or "
-            f"remove it from scripts/catalog.py and traces/" for e in catalog.EXAMPLES if e.key not in used]
+            f"remove it from scripts/catalog.py and traces/" for e in catalog.EXAMPLES
+            if e.key not in used and not freeze.awaits_gpus(e)]
 
 
 def on_post_build(config):

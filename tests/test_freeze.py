@@ -68,6 +68,7 @@ FAKE_SNIPPET = textwrap.dedent('''
     parser = argparse.ArgumentParser()
     parser.add_argument("--tag"); parser.add_argument("--crash", action="store_true")
     parser.add_argument("--unavailable", action="store_true")
+    parser.add_argument("--ranks", type=int, default=0)
     parser.add_argument("--trace_dir", type=pathlib.Path)
     args = parser.parse_args()
     if args.crash:
@@ -76,11 +77,12 @@ FAKE_SNIPPET = textwrap.dedent('''
     if args.unavailable:
         (args.trace_dir / (args.tag + ".unavailable")).write_text("No available kernel. Aborting execution.\\n")
         sys.exit(0)
-    trace = {"traceName": str(args.trace_dir / (args.tag + ".json")),
-             "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2,
-                              "pid": 1, "tid": 1, "args": {}}]}
-    (args.trace_dir / (args.tag + ".json")).write_text(json.dumps(trace))
-    (args.trace_dir / (args.tag + ".txt")).write_text("table\\n")
+    for stem in [f"{args.tag}_rank{r}" for r in range(args.ranks)] or [args.tag]:
+        trace = {"traceName": str(args.trace_dir / (stem + ".json")),
+                 "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2,
+                                  "pid": 1, "tid": 1, "args": {}}]}
+        (args.trace_dir / (stem + ".json")).write_text(json.dumps(trace))
+        (args.trace_dir / (stem + ".txt")).write_text("table\\n")
 ''')
 
 
@@ -103,6 +105,35 @@ def sandbox(tmp_path, monkeypatch):
 
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_example_of_two_gpus_freezes_a_trace_and_a_table_per_rank(sandbox, monkeypatch):
+    tmp_path, _ = sandbox
+    monkeypatch.setattr(freeze, "gpu_count", lambda: 2)
+    example = catalog.Example("fake", "ddp", ("--tag", "ddp", "--ranks", "2"), gpus=2)
+    assert freeze.refresh([example], sys.executable, log=lambda *_: None) == 0
+    written = snapshot(tmp_path / "traces")
+    assert {p.name for p in (*example.trace_paths, *example.table_paths, example.meta_path)} <= written.keys()
+    assert json.loads(gzip.decompress(written["ddp_rank1.json.gz"]))["traceName"] == "ddp_rank1.json"
+    assert freeze.status(example).ok and not freeze.awaits_gpus(example)
+
+
+def test_an_example_needing_more_gpus_is_skipped_and_not_required_until_run(sandbox, monkeypatch):
+    tmp_path, _ = sandbox
+    monkeypatch.setattr(freeze, "gpu_count", lambda: 1)
+    example = catalog.Example("fake", "ddp", ("--tag", "ddp", "--ranks", "2"), gpus=2)
+    messages = []
+    assert freeze.refresh([example], sys.executable, log=messages.append) == 0
+    assert "skipped fake/ddp: it needs 2 GPUs, this machine has 1" in "\n".join(messages)
+    assert not example.meta_path.exists()
+    assert freeze.check([example]) == [] and freeze.awaits_gpus(example)
+    assert "fake/ddp" in freeze.awaiting_report([example])
+    # Once frozen, it is checked as any other example: an edit of its outputs is stale.
+    monkeypatch.setattr(freeze, "gpu_count", lambda: 2)
+    freeze.refresh([example], sys.executable, log=lambda *_: None)
+    monkeypatch.setattr(freeze, "gpu_count", lambda: 1)
+    example.table_paths[1].write_text("edited\n")
+    assert [s.state for s in freeze.check([example])] == ["stale"]
 
 
 def test_crashing_refresh_leaves_every_artifact_byte_identical(sandbox):
