@@ -53,7 +53,8 @@ claims: $(STAMP)
 test-gpu:
 	$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'test-gpu: no CUDA GPU on this machine')"
 	SNIPPET_TESTS_COMPILE=1 $(PYTHON) -m pytest -q -p no:cacheprovider -rs \
-		tests/test_snippets.py tests/test_snippets_parts23.py tests/test_snippets_part4.py
+		tests/test_snippets.py tests/test_snippets_parts23.py tests/test_snippets_part4.py \
+		tests/test_snippets_part5.py
 
 # The companion notebooks under docs/notebooks/, written from scripts/notebooks.py and the frozen
 # runs (standard library only; nothing runs a snippet).
