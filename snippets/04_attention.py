@@ -321,7 +321,8 @@ def run(args, stem):
     # that a kernel that computes the wrong thing leaves no trace behind.
     checked = ""
     if args.variant == "triton":
-        checked = f"matches SDPA (is_causal=True, same inputs): max abs difference {check_against_sdpa(attention, q, k, v):.3g}"
+        difference = check_against_sdpa(attention, q, k, v)
+        checked = f"matches SDPA (is_causal=True, same inputs): max abs difference {difference:.3g}"
         print(checked)
 
     sort_by = "cuda_time_total" if on_gpu else "cpu_time_total"

@@ -16,7 +16,7 @@ shows apart. Writes `shapes_b{batch}_s{seqs}_{in}x{out}_{dtype}.json` and `.txt`
 
 --mode stacks: the guide's training step (the TinyLM of snippets/train_step.py, copied so that
 this script stands alone), profiled with with_stack=True, with AdamW(foreach=False), one small
-kernel per parameter and operation, or AdamW(fused=True), one kernel launch for many parameters.
+kernel per parameter and operation, or AdamW(fused=True), one kernel per chunk of parameters.
 The trace's events carry the Python lines that launched them. The .txt holds the plain table, the
 table grouped by the five innermost stack frames (group_by_stack_n=5, where this PyTorch keeps the
 frames on the ops), and what stacks cost, measured in the same run: each step's synchronized wall
@@ -155,7 +155,7 @@ def make_optimizer(name, params):
     if name == "foreach_false":
         # A Python loop over parameters, each update a handful of small kernels.
         return torch.optim.AdamW(params, lr=1e-4, foreach=False)
-    # One fused kernel applies the whole update to many parameters at once.
+    # One fused kernel applies the whole update to a chunk of parameters at once: a few launches.
     return torch.optim.AdamW(params, lr=1e-4, fused=True)
     # --8<-- [end:optimizer]
 
@@ -248,7 +248,8 @@ def run_stacks(args, device):
     # python_function events around the ops), not on the ops of key_averages: then say so.
     stacked = prof.key_averages(group_by_stack_n=5)
     if any(event.stack for event in stacked):
-        by_stack = stacked.table(sort_by=f"self_{sort_key(device)}", row_limit=10)
+        # Frames untrimmed: a whole path is one the refresh's sanitizer can make relative.
+        by_stack = stacked.table(sort_by=f"self_{sort_key(device)}", row_limit=10, max_src_column_width=300)
     else:
         by_stack = ("(no op holds a stack in key_averages with this PyTorch: the Python frames are in the "
                     "trace, as python_function events enclosing each op)")

@@ -35,7 +35,8 @@ ATTENTION = ("--batch", "1", "--heads", "2", "--seq", "16", "--head_dim", "8")
 # name -> (snippet, arguments, the output stem the snippet must choose)
 CASES = {
     "shapes": ("07_shapes_stacks", SHAPES, "shapes_b2_s4-16_16x32_bf16"),
-    "stacks_foreach_false": ("07_shapes_stacks", (*STACKS, "--optimizer", "foreach_false"), "stacks_b2_s1_foreach_false"),
+    "stacks_foreach_false": ("07_shapes_stacks", (*STACKS, "--optimizer", "foreach_false"),
+                             "stacks_b2_s1_foreach_false"),
     "stacks_fused": ("07_shapes_stacks", (*STACKS, "--optimizer", "fused"), "stacks_b2_s1_fused"),
     "roofline": ("08_roofline", ROOFLINE, "roofline_bf16_t32_d16_h64"),
     "triton": ("04_attention", ("--variant", "triton", *ATTENTION), "triton_b1_h2_s16_d8_bf16_cold"),
@@ -80,7 +81,8 @@ def test_shapes_table_splits_the_layer_by_input_shape(runs):
     assert parse_table(plain).row("aten::linear")["# of Calls"] == "4"
     table = parse_table(grouped)
     rows = [dict(zip(table.columns, row)) for row in table.rows if row[0] == "aten::linear"]
-    assert sorted(row["Input Shapes"] for row in rows) == ["[[2, 16, 16], [32, 16], [32]]", "[[2, 4, 16], [32, 16], [32]]"]
+    assert sorted(row["Input Shapes"] for row in rows) == ["[[2, 16, 16], [32, 16], [32]]",
+                                                           "[[2, 4, 16], [32, 16], [32]]"]
     assert all(row["# of Calls"] == "2" for row in rows)
     # and the trace holds each call's shapes, for any reader of it
     events = json.loads(stem.with_name(f"{stem.name}.json").read_text())["traceEvents"]
@@ -109,7 +111,8 @@ def test_stack_cost_is_measured_side_by_side(runs):
     assert set(cost["step_us"]) == {"no profiler", "profiler", "profiler + with_stack"}
     for config, samples in cost["step_samples_us"].items():
         assert len(samples) == 4 == cost["step_us"][config]["n"]  # 2 rounds x 2 steps
-        assert cost["step_us"][config]["min_us"] <= cost["step_us"][config]["median_us"] <= cost["step_us"][config]["max_us"]
+        spread = cost["step_us"][config]
+        assert spread["min_us"] <= spread["median_us"] <= spread["max_us"]
     assert cost["trace_bytes_with_stack"] > cost["trace_bytes_without_stack"] > 0
     assert "What stacks cost" in text
 
