@@ -1,4 +1,0 @@
-from .cli import main
-from .console import run_main
-
-run_main(main)
