@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 import venv
@@ -37,9 +38,14 @@ def test_package_modules_import_each_other_relatively():
 def installed(tmp_path_factory) -> Path:
     """A fresh virtual environment with the project installed from a wheel, and nothing else."""
     tmp = tmp_path_factory.mktemp("install")
+    source = tmp / "source"  # setuptools writes build/ beside what it builds: not into the checkout
+    shutil.copytree(ROOT / "scripts", source / "scripts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
     wheels = tmp / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "-w", str(wheels), str(ROOT)], check=True,
+                    "--no-build-isolation", "-w", str(wheels), str(source)], check=True,
                    capture_output=True)
     env_dir = tmp / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
