@@ -7,6 +7,12 @@ are the command line's (`scripts.analysis.facts` of `scripts.trace.load_trace`, 
 `scripts.analyze.strict_json`), the box and the picture are the posts' (`render_facts_box`,
 `render_timeline`); every name from the trace is escaped by the renderers that put it in markup.
 
+Before and after: a second trace, read by `compare_json` and drawn by `compare_timelines_json`,
+is compared with the one on the page as `analyze.py BEFORE AFTER --diff` compares them
+(`scripts.diff`), shown as Parts 1 and 4 show theirs (`scripts.pages_diff.comparison_html`, and
+both steady steps on one time scale by `scripts.render.diff_timeline_svg`). Those modules are
+imported only then: the first drop does not wait for them.
+
 Standard library only, and no thread: Pyodide has none. A gzip file is therefore decompressed
 here, with zlib, before the parser sees it (today's parser decompresses ahead in a thread).
 """
@@ -19,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .analysis import TraceFacts, facts, summary_text
+from .analysis import TOP_KERNELS, TraceFacts, facts, steady_step, summary_text
 from .analyze import strict_json
 from .markup import Markup, h, td, th
 from .markup import table as html_table
@@ -43,6 +49,12 @@ class Report:
 
     trace: Trace
     facts: TraceFacts
+    top: int | None = TOP_KERNELS  # the GPU activities `facts` lists by name (None: all)
+
+    def all_facts(self) -> TraceFacts:
+        """The facts listing every GPU activity by name, as the diff wants them (so that added
+        and removed are exact, as `analyze.py --diff` computes them)."""
+        return self.facts if self.top is None else facts(self.trace, top=None)
 
     def facts_box(self, guide_href: str) -> Markup:
         return render_facts_box(self.facts, guide_href)
@@ -125,9 +137,11 @@ def gunzip(data: bytes, name: str, write: Callable[[bytes], object],
         raise TraceError(f"{name}: gzip data is truncated or corrupt") from None
 
 
-def read(path: str | Path, name: str, progress: Progress | None = None) -> Report:
+def read(path: str | Path, name: str, progress: Progress | None = None,
+         top: int | None = TOP_KERNELS) -> Report:
     """Analyze the trace file at `path` (in Pyodide's file system), calling it `name` in what it
-    says; TraceError, one line naming `name`, for a file it cannot analyze."""
+    says, its facts listing `top` GPU activities; TraceError, one line naming `name`, for a file
+    it cannot analyze."""
     path = Path(path)
     tell = progress or (lambda stage, done: None)
     try:
@@ -143,7 +157,7 @@ def read(path: str | Path, name: str, progress: Progress | None = None) -> Repor
         trace = load_trace(path, progress=lambda done, total: tell("reading", done / max(total, 1)))
         trace.source = name
         tell("computing", None)
-        return Report(trace, facts(trace))
+        return Report(trace, facts(trace, top=top), top)
     except TraceError as err:
         message = str(err)
         if message.startswith(f"{path}:"):  # the parser names the file by its path here
@@ -164,8 +178,8 @@ def read_json(path: str, name: str, guide_href: str = FACTS_GUIDE,
               progress: Progress | None = None) -> str:
     """{"facts": the --json object, "facts_box", "steps_table": HTML or null, "summary": text}, or
     {"error": one line}."""
-    global _current
-    _current = None
+    global _current, _after
+    _current = _after = None
     try:
         report = read(path, name, progress)
     except TraceError as err:
@@ -186,3 +200,61 @@ def timeline_json() -> str:
         return json.dumps({"error": f"{_current.trace.source}: cannot draw the timeline "
                                     f"({type(err).__name__}: {err})"})
     return json.dumps({"svg": svg, "window": select_window(_current.trace).label})
+
+
+# --- before and after: a second trace compared with the one on the page ---------------------------
+
+_after: Report | None = None  # the trace compared with _current, the before (one pair at a time)
+
+
+def compare_json(path: str, name: str, guide_href: str = FACTS_GUIDE,
+                 progress: Progress | None = None) -> str:
+    """Read the trace at `path` as the one after, and compare the trace on the page (before)
+    with it: {"diff": what `analyze.py BEFORE AFTER --diff --json` prints, "table": the posts'
+    before/after table}, or {"error": one line}, the trace on the page staying as it was."""
+    global _after
+    _after = None
+    if _current is None:
+        return json.dumps({"error": "no trace has been read to compare with"})
+    try:
+        after = read(path, name, progress, top=None)
+    except TraceError as err:
+        return json.dumps({"error": str(err)})
+    (progress or (lambda stage, done: None))("comparing", None)
+    from .diff import diff
+    from .pages_diff import comparison_html
+
+    before = _current
+    try:
+        result = diff(before.all_facts(), after.facts)
+    except Exception as err:  # each side was analyzed, so it is the pair that cannot be compared
+        return json.dumps({"error": f"{before.trace.source} and {name}: cannot compare these traces "
+                                    f"({type(err).__name__}: {err})"})
+    _after = after
+    caption = (f"{before.trace.source} → {name}, whole traces "
+               "(per ProfilerStep: means over their steps)")
+    return json.dumps({"diff": json.loads(strict_json(result.to_dict())),
+                       "table": comparison_html(result, caption, guide_href)})
+
+
+def compare_timelines_json() -> str:
+    """Both timelines, on one time scale, as `analyze.py BEFORE AFTER --diff --svg OUT` draws
+    them (each trace's steady step, or the whole trace without numbered steps):
+    {"before": {"svg", "window"}, "after": {...}, "span": the scale's width, formatted}, or
+    {"error": one line}."""
+    if _current is None or _after is None:
+        return json.dumps({"error": "no pair of traces has been compared"})
+    from .render import diff_timeline_svg
+    from .timeline import shared_span_us
+
+    pair = {"before": _current, "after": _after}
+    try:
+        windows = {role: select_window(r.trace, step=steady_step(r.trace)) for role, r in pair.items()}
+        span = shared_span_us(*windows.values())
+        drawn = {role: {"svg": diff_timeline_svg(r.trace, windows[role], span,
+                                                 f"{role.capitalize()}: {r.trace.source}"),
+                        "window": windows[role].label}
+                 for role, r in pair.items()}
+    except Exception as err:  # the deltas are shown already: say why the pictures are not
+        return json.dumps({"error": f"cannot draw the timelines ({type(err).__name__}: {err})"})
+    return json.dumps({**drawn, "span": format_us(span)})

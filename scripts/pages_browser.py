@@ -27,6 +27,7 @@ ENTRY = "browser"  # the module the worker imports
 PYODIDE_SITE_DIR = f"assets/pyodide/{vendor_pyodide.PYODIDE_VERSION}/"
 PYTHON_SITE_DIR = "assets/analyzer/"  # holds scripts/<module>.py
 SCRIPT = "javascripts/analyzer.js"
+ACCEPT = ".json,.gz,application/json,application/gzip"
 WORKER = "javascripts/analyzer-worker.js"
 
 
@@ -72,7 +73,8 @@ def shipped_modules() -> tuple[str, ...]:
 
 def widget() -> Markup:
     """The drop zone, the progress line and the places for the facts box, the per-step table, the
-    timeline and the summary; and the script that runs them. Without the vendored Pyodide (a
+    timeline and the summary; a second drop zone for a trace to compare with the first, and the
+    places for the comparison; and the script that runs them. Without the vendored Pyodide (a
     non-strict build: `mkdocs serve` before `make pyodide`), a notice instead."""
     problem = vendor_pyodide.missing()
     if problem:
@@ -95,9 +97,10 @@ def widget() -> Markup:
     }
     drop = h("div", {"class": "analyzer-drop"},
              h("p", None, h("strong", None, "Drop a trace here"), " (", h("code", None, ".json"), " or ",
-               h("code", None, ".json.gz"), "), or choose one:"),
+               h("code", None, ".json.gz"), "), or choose one; two at once to compare them, the "
+               "first as before:"),
              h("input", {"type": "file", "class": "analyzer-input", "aria-label": "Trace file to analyze",
-                         "accept": ".json,.gz,application/json,application/gzip"}),
+                         "accept": ACCEPT, "multiple": True}),
              h("button", {"type": "button", "class": "md-button analyzer-preload"},
                "Load the analyzer now"))
     status = h("div", {"class": "analyzer-status", "role": "status", "hidden": True},
@@ -113,5 +116,18 @@ def widget() -> Markup:
                h("details", {"class": "analyzer-cli"},
                  h("summary", None, "What the command line prints for this trace"),
                  h("pre", None, h("code", {"class": "analyzer-summary"}))))
-    return h("div", attrs, drop, status, error, output,
+    # Before and after: shown once a trace is on the page, which becomes the before.
+    compare = h("div", {"class": "analyzer-drop analyzer-compare", "hidden": True},
+                h("p", None, h("strong", None, "Before and after:"), " drop the trace after a change "
+                  "here, or choose it, to compare it with ", h("span", {"class": "analyzer-before-name"}),
+                  " (before):"),
+                h("input", {"type": "file", "class": "analyzer-input-after", "accept": ACCEPT,
+                            "aria-label": "Trace to compare with the one analyzed (after)"}))
+    # What Parts 1 and 4 show for a pair: the deltas, the verdicts, both timelines on one scale.
+    compared = h("div", {"class": "analyzer-diff before-after", "hidden": True},
+                 h("p", {"class": "analyzer-diff-title"}),
+                 h("div", {"class": "analyzer-diff-table"}),
+                 [h("figure", {"class": f"timeline analyzer-diff-timeline analyzer-timeline-{role}", "hidden": True},
+                    h("figcaption", None)) for role in ("before", "after")])
+    return h("div", attrs, drop, compare, status, error, compared, output,
              h("script", {"type": "module", "src": relative_url(SCRIPT)}))

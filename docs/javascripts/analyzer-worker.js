@@ -1,13 +1,16 @@
 // The in-browser analyzer's worker: Pyodide (CPython compiled to WebAssembly, served by this site)
 // running the command line's own Python code (scripts/browser.py) on a dropped trace. A worker, so
-// that the page stays responsive and shows progress while Python works; one trace at a time.
+// that the page stays responsive and shows progress while Python works; one trace at a time, and
+// one more to compare with it (before and after).
 //
 // Messages in:  {type: "start", pyodide, python, modules}  (absolute URLs, module names)
 //               {type: "read", name, buffer, guide}       (the file's bytes, transferred)
+//               {type: "compare", name, buffer, guide}    (the trace after, compared with the one read)
 // Messages out: {type: "progress", stage, done}  stage: decompressing / reading / computing /
-//               drawing; done: 0..1, or null when unknown
+//               comparing / drawing; done: 0..1, or null when unknown
 //               {type: "ready", seconds} · {type: "facts", result, seconds} ·
-//               {type: "timeline", result, seconds} · {type: "failed", message}
+//               {type: "timeline", result, seconds} · {type: "diff", result, seconds} ·
+//               {type: "diff-timelines", result, seconds} · {type: "failed", message}
 // Nothing leaves the machine: the trace is read from the file the reader chose, and the only
 // requests are for this site's own Pyodide and Python files.
 
@@ -104,10 +107,24 @@ function read({ name, buffer, guide }) {
   post({ type: "timeline", result: JSON.parse(browser.timeline_json()), seconds: seconds(drawing) });
 }
 
+// The same file path as `read`: writing it frees the first trace's bytes (its events are read).
+function compare({ name, buffer, guide }) {
+  const began = performance.now();
+  self.pyodide.FS.writeFile(UPLOAD, new Uint8Array(buffer));
+  const progress = (stage, done) => post({ type: "progress", stage, done: done ?? null });
+  const result = JSON.parse(browser.compare_json(UPLOAD, name, guide, progress));
+  post({ type: "diff", result, seconds: seconds(began) });
+  if (result.error) return;
+  const drawing = performance.now();
+  post({ type: "progress", stage: "drawing", done: null });
+  post({ type: "diff-timelines", result: JSON.parse(browser.compare_timelines_json()), seconds: seconds(drawing) });
+}
+
 self.onmessage = async ({ data }) => {
   try {
     if (data.type === "start") await start(data);
     else if (data.type === "read") read(data);
+    else if (data.type === "compare") compare(data);
   } catch (error) {
     // Not a problem with the trace (read_json says those): Pyodide could not start, or Python
     // itself failed (out of memory). The page starts a new worker for the next try.

@@ -3,6 +3,10 @@
 // (analyzer-worker.js), started on the first drop or click, never on page load: Pyodide is about
 // 13 MB. Nothing is uploaded. What comes back is markup built by the Python renderers, which escape
 // every name from the trace; the file's name and the messages are set as text, never as markup.
+//
+// Before and after: once a trace is shown, a second one (dropped on the second zone, chosen there,
+// or given with the first, two at once) is compared with it, as `analyze.py BEFORE AFTER --diff`
+// compares them; the first one's results stay on the page whatever becomes of the second.
 
 const root = document.querySelector(".trace-analyzer");
 
@@ -11,6 +15,7 @@ const STAGES = {
   decompressing: (name) => `Decompressing ${name}…`,
   reading: (name, done) => `Reading ${name}: ${Math.round(100 * done)}%`,
   computing: () => "Computing the facts…",
+  comparing: () => "Comparing the two traces…",
   drawing: () => "Drawing the timeline…",
 };
 
@@ -24,12 +29,17 @@ if (root) {
   const errorLine = $(".analyzer-error");
   const output = $(".analyzer-output");
   const figure = $(".analyzer-timeline");
+  const compareZone = $(".analyzer-compare");
+  const inputAfter = $(".analyzer-input-after");
+  const compared = $(".analyzer-diff");
+  const pair = { before: $(".analyzer-timeline-before"), after: $(".analyzer-timeline-after") };
   const absolute = (url) => new URL(url, window.location.href).href;
 
   let worker = null;
   let ready = null; // resolves when Python is loaded
   let job = null; // {name, resolve, reject, began}
-  let timelineUrl = null;
+  let before = null; // the name of the trace on the page, which a second one is compared with
+  const pictures = new Map(); // figure → the blob URL of the picture it shows
 
   function showStage(key, name, done) {
     status.hidden = false;
@@ -53,6 +63,7 @@ if (root) {
 
   function setBusy(busy) {
     input.disabled = busy;
+    inputAfter.disabled = busy;
     preload.disabled = busy || Boolean(root.dataset.loadSeconds);
     root.toggleAttribute("aria-busy", busy);
   }
@@ -62,6 +73,7 @@ if (root) {
     worker = null;
     ready = null;
     delete root.dataset.loadSeconds;
+    showCompare(null); // Python, and the trace it held, are gone
     if (job) job.reject(new Error(message));
     job = null;
   }
@@ -114,6 +126,17 @@ if (root) {
       showTimeline(job.name, data.result);
       job.resolve();
       job = null;
+    } else if (data.type === "diff") {
+      if (data.result.error) {
+        job.reject(new Error(data.result.error));
+        job = null;
+        return;
+      }
+      showDiff(job.name, data.result);
+    } else if (data.type === "diff-timelines") {
+      showDiffTimelines(data.result);
+      job.resolve();
+      job = null;
     }
   }
 
@@ -131,35 +154,94 @@ if (root) {
     root.analyzerFacts = f; // what --json prints, for whoever wants it (and the tests)
   }
 
-  function showTimeline(name, result) {
-    if (timelineUrl) URL.revokeObjectURL(timelineUrl);
-    timelineUrl = null;
-    const caption = figure.querySelector("figcaption");
-    figure.hidden = false;
-    if (result.error) {
-      caption.textContent = result.error;
+  const stem = (name) => name.replace(/\.json(\.gz)?$/i, "") || "trace";
+
+  // Show `svg` in `where` (a figure) with `text` and a link to download it as `file`; or, with no
+  // svg, `text` alone (why there is no picture).
+  function draw(where, svg, alt, text, file) {
+    if (pictures.has(where)) URL.revokeObjectURL(pictures.get(where));
+    pictures.delete(where);
+    const caption = where.querySelector("figcaption");
+    where.hidden = false;
+    if (!svg) {
+      caption.textContent = text;
       return;
     }
     // An image, as on the posts: an SVG shown through <img> runs no script whatever it holds.
-    timelineUrl = URL.createObjectURL(new Blob([result.svg], { type: "image/svg+xml" }));
+    const url = URL.createObjectURL(new Blob([svg], { type: "image/svg+xml" }));
+    pictures.set(where, url);
     const img = document.createElement("img");
-    img.alt = "Annotated timeline of the trace: CPU threads above, GPU streams below";
-    img.src = timelineUrl;
-    figure.prepend(img);
-    caption.textContent = `The annotated timeline of ${result.window} in ${name}, as analyze.py --svg draws it. `;
+    img.alt = alt;
+    img.src = url;
+    where.prepend(img);
+    caption.textContent = text;
     const download = document.createElement("a");
-    download.href = timelineUrl;
-    download.download = `${name.replace(/\.json(\.gz)?$/i, "") || "trace"}.svg`;
+    download.href = url;
+    download.download = file;
     download.textContent = "Download the SVG";
     caption.appendChild(download);
   }
 
+  function clear(where) {
+    if (where.querySelector("img")) where.querySelector("img").remove();
+  }
+
+  function showTimeline(name, result) {
+    draw(figure, result.svg, "Annotated timeline of the trace: CPU threads above, GPU streams below",
+      result.error || `The annotated timeline of ${result.window} in ${name}, as analyze.py --svg draws it. `,
+      `${stem(name)}.svg`);
+  }
+
+  // The second drop zone, naming the trace a second one is compared with (null: none to compare).
+  function showCompare(name) {
+    before = name;
+    compareZone.hidden = !name;
+    $(".analyzer-before-name").textContent = name || "";
+  }
+
+  function hideDiff() {
+    compared.hidden = true;
+    root.analyzerDiff = null;
+    for (const where of Object.values(pair)) {
+      clear(where);
+      where.hidden = true;
+    }
+  }
+
+  function showDiff(name, result) {
+    const d = result.diff;
+    $(".analyzer-diff-title").textContent =
+      `Before and after: ${before} → ${name}, ${d.before.verdict.label} → ${d.after.verdict.label}`;
+    $(".analyzer-diff-table").innerHTML = result.table; // escaped by scripts/markup.py
+    compared.hidden = false;
+    root.analyzerDiff = d; // what analyze.py BEFORE AFTER --diff --json prints
+  }
+
+  function showDiffTimelines(result) {
+    if (result.error) {
+      draw(pair.before, null, "", result.error);
+      return;
+    }
+    for (const [role, where] of Object.entries(pair)) {
+      const name = role === "before" ? before : job.name;
+      draw(where, result[role].svg,
+        `Annotated timeline ${role} the change, on the same time scale as the other picture`,
+        `${role === "before" ? "Before" : "After"}: ${name}, ${result[role].window}, as ` +
+        `analyze.py BEFORE AFTER --diff --svg OUT draws it. Both pictures share one time scale ` +
+        `(${result.span} across). `,
+        `${stem(name)}_${role}.svg`);
+    }
+  }
+
+  // Analyze one trace; true when its results are shown.
   async function analyze(file) {
-    if (!file || input.disabled) return;
+    if (!file || input.disabled) return false;
     errorLine.hidden = true;
     output.hidden = true; // the last trace's results, until this one's replace them
     root.analyzerFacts = null;
-    if (figure.querySelector("img")) figure.querySelector("img").remove();
+    clear(figure);
+    showCompare(null);
+    hideDiff();
     setBusy(true);
     const started = Boolean(root.dataset.loadSeconds);
     try {
@@ -175,14 +257,51 @@ if (root) {
       const took = ((performance.now() - began) / 1000).toFixed(1);
       const load = started ? "" : ` (and ${Number(root.dataset.loadSeconds).toFixed(1)} s to start Python)`;
       finish(`${file.name}: analyzed on this machine in ${took} s${load}; nothing was uploaded.`);
+      showCompare(file.name);
+      return true;
     } catch (error) {
       fail(error.message);
+      return false;
     } finally {
       input.value = ""; // so that choosing the same file again reads it again
     }
   }
 
-  input.addEventListener("change", () => analyze(input.files[0]));
+  // Compare the trace on the page (before) with `file` (after). A file that cannot be read says
+  // so in one line; the trace on the page stays, to be compared with another.
+  async function compare(file) {
+    if (!file || inputAfter.disabled || !before) return;
+    errorLine.hidden = true;
+    hideDiff();
+    setBusy(true);
+    try {
+      await startWorker();
+      const began = performance.now();
+      const buffer = await file.arrayBuffer();
+      const done = new Promise((resolve, reject) => {
+        job = { name: file.name, resolve, reject, began };
+      });
+      showStage("reading", file.name, 0);
+      worker.postMessage({ type: "compare", name: file.name, buffer, guide: root.dataset.guide }, [buffer]);
+      await done;
+      const took = ((performance.now() - began) / 1000).toFixed(1);
+      root.dataset.compareSeconds = took;
+      finish(`${before} → ${file.name}: read and compared on this machine in ${took} s; nothing was uploaded.`);
+    } catch (error) {
+      fail(error.message);
+    } finally {
+      inputAfter.value = "";
+    }
+  }
+
+  // One file: analyze it. Two: analyze the first and compare it with the second.
+  async function open(files) {
+    const [first, second] = Array.from(files);
+    if ((await analyze(first)) && second) await compare(second);
+  }
+
+  input.addEventListener("change", () => open(input.files));
+  inputAfter.addEventListener("change", () => compare(inputAfter.files[0]));
   preload.addEventListener("click", () => {
     setBusy(true);
     startWorker()
@@ -193,15 +312,22 @@ if (root) {
   document.addEventListener("dragover", (event) => {
     if (!event.dataTransfer || !Array.from(event.dataTransfer.types).includes("Files")) return;
     event.preventDefault();
-    root.classList.add("analyzer-dragging");
+    const second = !compareZone.hidden && compareZone.contains(event.target);
+    root.classList.toggle("analyzer-dragging", !second);
+    compareZone.classList.toggle("analyzer-dragging", second);
   });
   document.addEventListener("dragleave", (event) => {
-    if (!event.relatedTarget) root.classList.remove("analyzer-dragging");
+    if (event.relatedTarget) return;
+    root.classList.remove("analyzer-dragging");
+    compareZone.classList.remove("analyzer-dragging");
   });
+  // On the second zone: the trace after. Anywhere else: one trace, or two to compare.
   document.addEventListener("drop", (event) => {
     if (!event.dataTransfer || !event.dataTransfer.files.length) return;
     event.preventDefault();
     root.classList.remove("analyzer-dragging");
-    analyze(event.dataTransfer.files[0]);
+    compareZone.classList.remove("analyzer-dragging");
+    if (!compareZone.hidden && compareZone.contains(event.target)) compare(event.dataTransfer.files[0]);
+    else open(event.dataTransfer.files);
   });
 }
