@@ -32,7 +32,7 @@ from .extras import MAX_FROZEN_BYTES, ExtraError, sanitized
 from .meta import REFRESH_HINT, Meta, MetaError, inputs_hash, read_meta, seal, shown  # noqa: F401
 from .meta import dumps as meta_file_bytes
 from .samples import samples_file, samples_of
-from .sanitize import Scrubber, sanitize_trace
+from .sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
 from .trace import build_trace
 
 # Bump when the artifact layout or the sanitizer changes what is written.
@@ -300,7 +300,7 @@ def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True
         scrubber = Scrubber.for_this_machine(out_dir)
         trace = sanitize_trace(json.loads(trace_file.read_text()), f"{example.tag}.json", scrubber)
         table = scrubber.scrub(table_file.read_text())
-        leaks = scrubber.leaks(trace) + scrubber.leaks(table)
+        leaks = scrubber.leaks(trace, TRACE_NUMBER_KEYS) + scrubber.leaks(table)
         if leaks:
             return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
         extras = {}

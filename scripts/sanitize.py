@@ -204,18 +204,21 @@ class Scrubber:
         return found
 
 
+# A profile_memory trace's `[memory]` events pair an allocation with its free by `Addr`, a number.
+TRACE_NUMBER_KEYS = frozenset({"Addr"})
+
+
 def sanitize_trace(data: dict, file_name: str, scrubber: Scrubber) -> dict:
     """The trace with every machine-identifying string rewritten and every such key dropped."""
     clean = dict(data)
     clean["traceName"] = file_name
-    return sanitize_value(clean, scrubber)
+    return sanitize_value(clean, scrubber, TRACE_NUMBER_KEYS)
 
 
 def sanitize_value(data, scrubber: Scrubber, number_keys: frozenset[str] = frozenset()):
     """Plain data (dicts, lists, strings, numbers) with every machine-identifying string rewritten
-    and every such key dropped, except the number_keys whose value is a number: the CUDA
-    allocator's record pairs allocations by `addr` and places segments by `address`, device
-    addresses that name no machine."""
+    and every such key dropped, except the number_keys whose value is a number: memory addresses
+    (an allocation paired with its free, a segment placed), which name no machine."""
     memo: dict[str, str] = {}  # a trace repeats a few thousand names a million times
 
     def scrub(text: str) -> str:

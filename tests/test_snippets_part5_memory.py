@@ -19,7 +19,7 @@ import pytest
 
 from scripts import catalog, freeze
 from scripts.extras import sanitized, viewer_pickle
-from scripts.sanitize import Scrubber
+from scripts.sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
 from scripts.trace import load_trace
 from tests.conftest import ROOT
 from tests.snippet_runs import run_on_cpu
@@ -100,6 +100,17 @@ def test_the_timeline_categories_hold_the_bytes_of_the_model_tensors(runs, varia
     assert series["gradient"][0] == 0 and max(series["gradient"]) == model["gradient_bytes"]
     assert max(series["activation"]) > 0
     assert [s["phase"] for s in memory["steps"]] == ["untimed"] * 2 + ["wait", "warmup", "recorded", "recorded"]
+
+
+def test_the_refresh_sanitizer_passes_the_cpu_outputs_and_keeps_the_memory_events_addresses(runs):
+    folder, stem = runs["baseline"]["dir"], STEMS["baseline"]
+    scrubber = Scrubber.for_this_machine(folder)
+    trace = sanitize_trace(json.loads((folder / f"{stem}.json").read_text()), f"{stem}.json", scrubber)
+    assert scrubber.leaks(trace, TRACE_NUMBER_KEYS) == []
+    memory_events = [e for e in trace["traceEvents"] if e.get("name") == "[memory]"]
+    assert memory_events and all(isinstance(e["args"]["Addr"], int) for e in memory_events)
+    written = folder / f"{stem}.memory.json"
+    assert sanitized("memory", written.name, written.read_bytes(), scrubber) == json.loads(written.read_text())
 
 
 def test_checkpointing_keeps_fewer_activations(runs):
