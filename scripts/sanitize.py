@@ -196,11 +196,15 @@ class Scrubber:
         """Strings in obj that still name the machine (a dropped key counts too, unless it is one
         of number_keys holding a number, as sanitize_value keeps it), each with why."""
         found = []
+        verdicts: dict[str, str | None] = {}  # an allocator's record repeats its few hundred frames
         for text, is_key in _strings(obj, number_keys=number_keys):
             if is_key and _machine_key(text):
                 found.append(f"{text} (a key that names the machine)")
-            elif (why := self.leak(text)) is not None:
-                found.append(f"{text} ({why})")
+                continue
+            if text not in verdicts:
+                verdicts[text] = self.leak(text)
+            if verdicts[text] is not None:
+                found.append(f"{text} ({verdicts[text]})")
         return found
 
 
