@@ -2,8 +2,10 @@
 
 For each example the refresh runs its snippet in a fresh process, sanitizes the trace
 (scripts/sanitize.py: no path, host, user, address or device of the builder), gzips it reproducibly,
-and writes beside it the table and a sealed metadata file (scripts/meta.py) holding the hash of
-everything that determines the result. A build without a GPU reuses the artifacts; one whose inputs
+and writes beside it the table, the extra artifacts its catalog entry names (scripts/extras.py: the
+memory timeline, the allocator's snapshot; sanitized and gzipped the same way) and a sealed metadata
+file (scripts/meta.py) holding the hash of everything that determines the result and of every
+output. A build without a GPU reuses the artifacts; one whose inputs
 changed since is stale, one whose metadata cannot be used is invalid, and `check` says what to run.
 
 Standard library only: this module is the GPU refresh path and runs on a bare GPU image.
