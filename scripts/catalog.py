@@ -13,6 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = ROOT / "snippets"
 TRACES = ROOT / "traces"
 
+# Artifacts a snippet may write beside its trace and table, by kind: the suffix (after the tag) of
+# the file the snippet writes, and of the sanitized file committed (scripts/extras.py makes it).
+EXTRAS = {
+    "memory": (".memory.json", ".memory.json.gz"),  # memory timeline by category and a summary
+    "snapshot": (".snapshot.pickle", ".snapshot.json.gz"),  # the CUDA caching allocator's record
+}
+
 
 @dataclass(frozen=True)
 class Example:
@@ -22,6 +29,7 @@ class Example:
     # Fresh processes the refresh runs: the first gives the artifacts shown, every later one a
     # per-step digest in samples_path (scripts/samples.py), for claims about noisy timings.
     repeats: int = 1
+    extras: tuple[str, ...] = ()  # kinds of EXTRAS the snippet writes, each required
     # GPUs the run needs, one rank (process) each; with more than one the snippet writes one trace
     # and one table per rank ({tag}_rank{r}). A machine with fewer skips it (scripts/freeze.py).
     gpus: int = 1
@@ -67,6 +75,11 @@ class Example:
     def samples_path(self) -> Path:
         """The digests of the runs after the first, when repeats > 1."""
         return self.folder / f"{self.tag}.samples.json"
+
+    @property
+    def extra_paths(self) -> dict[str, Path]:
+        """The committed extra artifacts, by kind."""
+        return {kind: self.folder / f"{self.tag}{EXTRAS[kind][1]}" for kind in self.extras}
 
     @property
     def unavailable_path(self) -> Path:
@@ -217,6 +230,18 @@ GUIDE = (
 )
 
 
+
+def _memory(variant: str) -> Example:
+    args = ("--variant", variant, "--batch", "16", "--seq", "512", "--layers", "8", "--d_model", "512")
+    # Repeated: the step time that checkpointing's recomputation costs, against the baseline's.
+    return Example("06_memory", f"train_b16_s512_l8_d512_fp32_{variant}", args, REPEATS, ("memory", "snapshot"))
+
+
+# Part 5's memory: a training step whose peak is mostly the activations saved for backward, and the
+# same step with each block checkpointed, with the memory timeline and the allocator's record.
+PART5_MEMORY = (_memory("baseline"), _memory("checkpoint"))
+
+
 # Part 5: shapes (one Linear at four sequence lengths, grouped by input shape; five recorded steps,
 # so that each length's time has its spread), stacks (the guide's step with Python stacks, the
 # optimizer per parameter or fused, and what stacks cost: 30 timed steps per configuration in the
@@ -248,7 +273,7 @@ EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + 
 # Examples a refresh runs when named (`make refresh ONLY=...`) but that no page shows yet: the build
 # neither checks their artifacts nor asks for them to be shown. The post that shows one moves it
 # into EXAMPLES.
-PENDING: tuple[Example, ...] = PART5
+PENDING: tuple[Example, ...] = PART5_MEMORY + PART5
 
 _BY_KEY = {example.key: example for example in EXAMPLES + PENDING}
 

@@ -2,8 +2,10 @@
 
 For each example the refresh runs its snippet in a fresh process, sanitizes the trace
 (scripts/sanitize.py: no path, host, user, address or device of the builder), gzips it reproducibly,
-and writes beside it the table and a sealed metadata file (scripts/meta.py) holding the hash of
-everything that determines the result. A build without a GPU reuses the artifacts; one whose inputs
+and writes beside it the table, the extra artifacts its catalog entry names (scripts/extras.py: the
+memory timeline, the allocator's snapshot; sanitized and gzipped the same way) and a sealed metadata
+file (scripts/meta.py) holding the hash of everything that determines the result and of every
+output. A build without a GPU reuses the artifacts; one whose inputs
 changed since is stale, one whose metadata cannot be used is invalid, and `check` says what to run.
 
 Standard library only: this module is the GPU refresh path and runs on a bare GPU image.
@@ -28,11 +30,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import runner as runners
-from .catalog import ROOT, TRACES, Example
+from .catalog import EXTRAS, ROOT, TRACES, Example
+from .extras import MAX_FROZEN_BYTES, ExtraError, sanitized
 from .meta import REFRESH_HINT, Meta, MetaError, inputs_hash, read_meta, seal, shown  # noqa: F401
 from .meta import dumps as meta_file_bytes
 from .samples import samples_file, samples_of
-from .sanitize import Scrubber, sanitize_trace
+from .sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
 from .trace import build_trace
 
 # Bump when the artifact layout or the sanitizer changes what is written.
@@ -103,6 +106,10 @@ def status(example: Example) -> Status:
             return Status(example, "invalid", f"{shown(path)} cannot be read ({err.strerror or err})")
         if sha256_bytes(content) != digest:
             return Status(example, "stale", f"{shown(path)} was modified after the run")
+    if example.unavailable_path.name not in meta.outputs:
+        for path in example.extra_paths.values():
+            if path.name not in meta.outputs:
+                return Status(example, "stale", f"its run made no {path.name}, which the catalog now asks for")
     return Status(example, "fresh")
 
 
@@ -323,18 +330,39 @@ def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True
         for stem in example.stems:
             trace = sanitize_trace(json.loads((out_dir / f"{stem}.json").read_text()), f"{stem}.json", scrubber)
             table = scrubber.scrub((out_dir / f"{stem}.txt").read_text())
-            leaks = scrubber.leaks(trace) + scrubber.leaks(table)
+            leaks = scrubber.leaks(trace, TRACE_NUMBER_KEYS) + scrubber.leaks(table)
             if leaks:
                 return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
             sanitized[stem] = trace, table
         trace = sanitized[example.stems[0]][0]  # a repeat's digest reads the first rank's
+        extras = {}
+        for kind, path in (example.extra_paths if artifacts else {}).items():
+            try:
+                extras[path.name] = _frozen_extra(example, kind, out_dir, scrubber)
+            except ExtraError as err:
+                return _Run(str(err), wall)
     if not artifacts:
         return _Run(wall_time_s=wall, mode=mode, trace=trace)
     outputs = {}
     for stem, (one_trace, table) in sanitized.items():
         outputs[f"{stem}.json.gz"] = gzip_reproducibly(json.dumps(one_trace, separators=(",", ":")).encode())
         outputs[f"{stem}.txt"] = table.encode()
+    outputs.update(extras)
     return _Run(wall_time_s=wall, mode=mode, outputs=outputs, trace=trace)
+
+
+def _frozen_extra(example: Example, kind: str, out_dir: Path, scrubber: Scrubber) -> bytes:
+    """An extra artifact the snippet wrote (scripts/catalog.EXTRAS), sanitized and gzipped."""
+    written = out_dir / f"{example.tag}{EXTRAS[kind][0]}"
+    if not written.exists():
+        wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
+        raise ExtraError(f"expected {written.name} beside the trace, the snippet wrote {wrote}")
+    clean = sanitized(kind, written.name, written.read_bytes(), scrubber)
+    data = gzip_reproducibly(json.dumps(clean, separators=(",", ":")).encode())
+    if len(data) > MAX_FROZEN_BYTES:
+        raise ExtraError(f"{written.name} is {len(data) / 2**20:.1f} MB gzipped, over the "
+                         f"{MAX_FROZEN_BYTES >> 20} MB that traces/ takes")
+    return data
 
 
 def run_example(example: Example, python: str, environment: dict, *, runner=None,
@@ -396,7 +424,8 @@ def write_artifacts(result: RunResult) -> None:
         partial = folder / f".{name}.partial"
         partial.write_bytes(content)
         os.replace(partial, folder / name)
-    for leftover in (*example.trace_paths, *example.table_paths, example.unavailable_path, example.samples_path):
+    for leftover in (*example.trace_paths, *example.table_paths, example.unavailable_path, example.samples_path,
+                     *example.extra_paths.values()):
         if leftover.name not in result.files and leftover.exists():
             leftover.unlink()
 

@@ -143,7 +143,7 @@ def read_meta(example: catalog.Example) -> Meta:
     if meta.example != example.key:
         raise MetaError(example.meta_path, f"records the run of {meta.example!r}, not of {example.key}")
     artifacts = {p.name for p in (*example.trace_paths, *example.table_paths, example.unavailable_path,
-                                  example.samples_path)}
+                                  example.samples_path, *example.extra_paths.values())}
     for name in meta.outputs:
         if name not in artifacts:
             raise MetaError(example.meta_path, f"names {name!r}, not an artifact of {example.key}")

@@ -192,21 +192,37 @@ class Scrubber:
             return "the host or user name"
         return None
 
-    def leaks(self, obj) -> list[str]:
-        """Strings in obj that still name the machine (a dropped key counts too), each with why."""
+    def leaks(self, obj, number_keys: frozenset[str] = frozenset()) -> list[str]:
+        """Strings in obj that still name the machine (a dropped key counts too, unless it is one
+        of number_keys holding a number, as sanitize_value keeps it), each with why."""
         found = []
-        for text, is_key in _strings(obj):
+        verdicts: dict[str, str | None] = {}  # an allocator's record repeats its few hundred frames
+        for text, is_key in _strings(obj, number_keys=number_keys):
             if is_key and _machine_key(text):
                 found.append(f"{text} (a key that names the machine)")
-            elif (why := self.leak(text)) is not None:
-                found.append(f"{text} ({why})")
+                continue
+            if text not in verdicts:
+                verdicts[text] = self.leak(text)
+            if verdicts[text] is not None:
+                found.append(f"{text} ({verdicts[text]})")
         return found
+
+
+# A profile_memory trace's `[memory]` events pair an allocation with its free by `Addr`, a number.
+TRACE_NUMBER_KEYS = frozenset({"Addr"})
 
 
 def sanitize_trace(data: dict, file_name: str, scrubber: Scrubber) -> dict:
     """The trace with every machine-identifying string rewritten and every such key dropped."""
     clean = dict(data)
     clean["traceName"] = file_name
+    return sanitize_value(clean, scrubber, TRACE_NUMBER_KEYS)
+
+
+def sanitize_value(data, scrubber: Scrubber, number_keys: frozenset[str] = frozenset()):
+    """Plain data (dicts, lists, strings, numbers) with every machine-identifying string rewritten
+    and every such key dropped, except the number_keys whose value is a number: memory addresses
+    (an allocation paired with its free, a segment placed), which name no machine."""
     memo: dict[str, str] = {}  # a trace repeats a few thousand names a million times
 
     def scrub(text: str) -> str:
@@ -218,12 +234,17 @@ def sanitize_trace(data: dict, file_name: str, scrubber: Scrubber) -> dict:
         if isinstance(obj, str):
             return scrub(obj)
         if isinstance(obj, dict):
-            return {scrub(k): walk(v) for k, v in obj.items() if not _machine_key(k)}
+            return {scrub(k): walk(v) for k, v in obj.items() if not _machine_key(k)
+                    or (k in number_keys and _number(v))}
         if isinstance(obj, list):
             return [walk(v) for v in obj]
         return obj
 
-    return walk(clean)
+    return walk(data)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # --- the machine ------------------------------------------------------------------------------
@@ -286,14 +307,15 @@ def _looks_like_source(file: str) -> bool:
     return file.endswith((".py", ".pyc", ">")) or "/" in file or "\\" in file
 
 
-def _strings(obj, is_key: bool = False):
-    """Every string in obj, with whether it is a key."""
+def _strings(obj, is_key: bool = False, number_keys: frozenset[str] = frozenset()):
+    """Every string in obj, with whether it is a key (a key of number_keys holding a number is
+    not a key that names the machine: it is yielded as a plain string)."""
     if isinstance(obj, str):
         yield obj, is_key
     elif isinstance(obj, dict):
         for key, value in obj.items():
-            yield from _strings(key, True)
-            yield from _strings(value)
+            yield from _strings(key, not (key in number_keys and _number(value)))
+            yield from _strings(value, number_keys=number_keys)
     elif isinstance(obj, list):
         for item in obj:
-            yield from _strings(item)
+            yield from _strings(item, number_keys=number_keys)

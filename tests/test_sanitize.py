@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import sanitize
-from scripts.sanitize import Scrubber, sanitize_trace
+from scripts import catalog, sanitize
+from scripts.extras import SNAPSHOT_NUMBER_KEYS, read_extra
+from scripts.sanitize import Scrubber, sanitize_trace, sanitize_value
 from tests.conftest import ROOT
 
 RUN_DIR = Path("/tmp/freeze-abc123")
@@ -155,8 +156,13 @@ def test_boundaries_cases_and_versions():
         assert scrubber.scrub(version) == version and scrubber.leak(version) is None
 
 
+def extras() -> dict[Path, str]:
+    """The committed extra artifacts (scripts/catalog.EXTRAS), with their kinds."""
+    return {path: kind for example in catalog.EXAMPLES for kind, path in example.extra_paths.items()}
+
+
 def committed() -> list[Path]:
-    return sorted((ROOT / "traces").rglob("*.json.gz"))
+    return sorted(p for p in (ROOT / "traces").rglob("*.json.gz") if p not in extras())
 
 
 def test_committed_artifacts_pass_through_unchanged(monkeypatch):
@@ -173,3 +179,8 @@ def test_committed_artifacts_pass_through_unchanged(monkeypatch):
     for path in [*(ROOT / "traces").rglob("*.txt"), *(ROOT / "traces").rglob("*.unavailable")]:
         text = path.read_text()
         assert scrubber.scrub(text) == text, path.relative_to(ROOT)
+    for path, kind in extras().items():
+        if path.exists():
+            keep = SNAPSHOT_NUMBER_KEYS if kind == "snapshot" else frozenset()
+            data = read_extra(path)
+            assert sanitize_value(data, scrubber, keep) == data, path.relative_to(ROOT)
