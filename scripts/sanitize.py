@@ -195,10 +195,12 @@ class Scrubber:
     def leaks(self, obj) -> list[str]:
         """Strings in obj that still name the machine (a dropped key counts too), each with why."""
         found = []
+        verdicts: dict[tuple[str, bool], str | None] = {}  # a trace repeats a few hundred strings millions of times
         for text, is_key in _strings(obj):
-            if is_key and _machine_key(text):
-                found.append(f"{text} (a key that names the machine)")
-            elif (why := self.leak(text)) is not None:
+            if (text, is_key) not in verdicts:
+                verdicts[text, is_key] = ("a key that names the machine" if is_key and _machine_key(text)
+                                          else self.leak(text))
+            if (why := verdicts[text, is_key]) is not None:
                 found.append(f"{text} ({why})")
         return found
 
