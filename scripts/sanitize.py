@@ -194,15 +194,15 @@ class Scrubber:
 
     def leaks(self, obj) -> list[str]:
         """Strings in obj that still name the machine (a dropped key counts too), each with why."""
-        found = []
-        verdicts: dict[tuple[str, bool], str | None] = {}  # a trace repeats a few hundred strings millions of times
-        for text, is_key in _strings(obj):
-            if (text, is_key) not in verdicts:
-                verdicts[text, is_key] = ("a key that names the machine" if is_key and _machine_key(text)
-                                          else self.leak(text))
-            if (why := verdicts[text, is_key]) is not None:
-                found.append(f"{text} ({why})")
-        return found
+        # Each distinct string is judged once (a trace repeats a few hundred strings millions of
+        # times); only when one leaks are its occurrences listed.
+        verdicts = {pair: self._verdict(*pair) for pair in _distinct_strings(obj)}
+        if not any(verdicts.values()):
+            return []
+        return [f"{text} ({verdicts[text, is_key]})" for text, is_key in _strings(obj) if verdicts[text, is_key]]
+
+    def _verdict(self, text: str, is_key: bool) -> str | None:
+        return "a key that names the machine" if is_key and _machine_key(text) else self.leak(text)
 
 
 def sanitize_trace(data: dict, file_name: str, scrubber: Scrubber) -> dict:
@@ -286,6 +286,29 @@ def _absolute(path: str) -> bool:
 
 def _looks_like_source(file: str) -> bool:
     return file.endswith((".py", ".pyc", ">")) or "/" in file or "\\" in file
+
+
+def _distinct_strings(obj) -> set[tuple[str, bool]]:
+    """The pairs `_strings` yields, each once, without a generator per level (a trace's million
+    strings)."""
+    values: set[str] = set()
+    keys: set[str] = set()
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict or isinstance(item, dict):
+            keys.update(item)
+            item = item.values()
+        elif not isinstance(item, list):
+            if isinstance(item, str):
+                values.add(item)
+            continue
+        for value in item:
+            if type(value) is str:
+                values.add(value)
+            elif isinstance(value, (dict, list, str)):  # a str subclass is added when popped
+                stack.append(value)
+    return {(text, False) for text in values} | {(key, True) for key in keys if isinstance(key, str)}
 
 
 def _strings(obj, is_key: bool = False):
