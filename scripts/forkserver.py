@@ -18,7 +18,8 @@ Replies go to a copy of the original fd 1; fd 1 itself is pointed at stderr so t
 during an import cannot corrupt them.
 
 root:   -> {"ready": true, "pid", "torch"} or {"refused": reason}
-        {"op": "zygote", "script", "preload"} -> (the zygote's replies) ... {"zygote_exit": code}
+        {"op": "zygote", "script", "preload", "preload_if_present"} -> (the zygote's replies) ...
+            {"zygote_exit": code}
         {"op": "quit"}
 zygote: -> {"ready": true, "pid"} or {"refused": reason}, then exits
         {"op": "run", "argv", "cwd", "stdout", "stderr", "timeout_s"[, "more", "env", "times"]}
@@ -173,6 +174,11 @@ def zygote(request: dict) -> int:
         exec(compile(top_level_imports(script), script, "exec"), {"__name__": "__forkserver_preload__"})
         for name in request.get("preload", ()):
             importlib.import_module(name)
+        for name in request.get("preload_if_present", ()):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the child imports it itself, or never needs it
+                pass
     except BaseException as error:  # noqa: BLE001 - the runner runs this snippet on its own instead
         send({"refused": f"importing what {os.path.basename(script)} imports failed: {last_line(error)}"})
         return 0

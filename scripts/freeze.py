@@ -251,13 +251,25 @@ class RunResult:
 
 # What a compiled run imports at its first torch.compile (seconds of Python, before any recorded
 # step): a fork server imports it once, for the compiled runs of a snippet only, so that the
-# eager children carry no compiler for their garbage collector to walk.
+# eager children carry no more compiler than a profiled process loads anyway (below).
 COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
+# What torch.profiler imports in every process, compiled or not, when it prepares its first trace
+# (`hasattr(torch, "_inductor")` imports Inductor, its config, Dynamo and sympy: 3 s on a CPU
+# machine, about 2 s of every eager run on the H200, where a compiled run, whose fork server had
+# imported them, took 2.0 s against 4.4 s eager). It happens before anything is recorded, also
+# when the schedule starts recording at once (prepare comes before start), so a fork server
+# imports it for every snippet, where torch has it.
+PROFILER_MODULES = ("torch._inductor.config",)
+
+
+def compiles(example: Example) -> bool:
+    """Whether the example's run calls torch.compile (the sweep compiles unless told otherwise)."""
+    return "--compile" in example.args or (example.snippet == "01_matmul_add_sweep" and "--modes" not in example.args)
 
 
 def preloaded(example: Example) -> tuple[str, ...]:
     """The modules a fork server imports for this example beside its snippet's own imports."""
-    return COMPILER_MODULES if "--compile" in example.args else ()
+    return COMPILER_MODULES if compiles(example) else ()
 
 
 class CompileCache:
@@ -313,7 +325,7 @@ def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True
         stderr = Path(tmp) / "stderr.txt"
         argv = [(*example.args, "--trace_dir", str(out_dir)) for out_dir in out_dirs]
         job = runners.Job(example.script, argv[0], ROOT, Path(tmp) / "stdout.txt", stderr, timeout_s * runs,
-                          preloaded(example), more=tuple(argv[1:]), env=env,
+                          preloaded(example), more=tuple(argv[1:]), env=env, preload_if_present=PROFILER_MODULES,
                           times=Path(tmp) / "times.json" if runs > 1 else None)
         done = run.run(job)
         wall, mode = done.wall_time_s, done.mode

@@ -7,10 +7,12 @@ is then a forked child that runs the snippet as `__main__` and makes its own CUD
 cuBLAS handles and its own profiler session. A cold example stays cold: what is already done when
 the snippet starts is Python's imports, which a snippet does before anything it records.
 
-Warm examples get a fresh child too, not a process shared between runs: in a process that already
-profiled once, the profiler's first-session work (CUPTI's `Activity Buffer Request`, which Part 1
-reads) would be missing from every later trace, and the caching allocator and cuBLAS would start
-warm from the previous example.
+Warm examples get a fresh child too, not a process shared between examples: in a process that
+already profiled once, the profiler's first-session work (CUPTI's `Activity Buffer Request`, which
+Part 1 reads) would be missing from every later trace, and the caching allocator and cuBLAS would
+start warm from the previous example. A warm example's own repeats (Job.more) run in the child of
+its first run, after it: a process warm from that example is what the example is about, and its
+first run, the one shown, is still the first in its process.
 
 What a forked child shares with its siblings and a fresh interpreter would not: the address
 layout of the libraries and the string hash seed (so repeated runs are a little less independent
@@ -57,6 +59,7 @@ class Job:
     stderr: Path
     timeout_s: float = DEFAULT_TIMEOUT_S  # for all its runs together
     preload: tuple[str, ...] = ()  # modules a fork server imports beside the snippet's own
+    preload_if_present: tuple[str, ...] = ()  # the same, where they can be imported
     # Further argument lists run after `args` by the same process, one after the other (a warm
     # example's repeats), and the file where that process writes each run's seconds (a JSON list).
     more: tuple[tuple[str, ...], ...] = ()
@@ -173,10 +176,10 @@ class ForkServer(_Closing):
         self.fallback = Isolated(python, env)
         self.process: subprocess.Popen | None = None
         self.root_pid: int | None = None
-        self.zygote: tuple[str, tuple[str, ...]] | None = None
+        self.zygote: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
         self.zygote_pid: int | None = None
         self.child_pid: int | None = None
-        self.refused: dict[tuple[str, tuple[str, ...]], str] = {}
+        self.refused: dict[tuple[str, tuple[str, ...], tuple[str, ...]], str] = {}
         self.failures = 0
         self.broken = ""  # why the server is no longer used
         self._buffer = b""
@@ -237,12 +240,12 @@ class ForkServer(_Closing):
         self.root_pid = reply["pid"]
         self.log(f"  fork server ready: torch {reply['torch']} imported once ({time.perf_counter() - started:.1f} s)")
 
-    def _enter(self, key: tuple[str, tuple[str, ...]]) -> bool:
+    def _enter(self, key: tuple[str, tuple[str, ...], tuple[str, ...]]) -> bool:
         """Make the zygote for this snippet current; False if the server refuses the snippet."""
         if self.zygote == key:
             return True
         self._leave()
-        self._send({"op": "zygote", "script": key[0], "preload": list(key[1])})
+        self._send({"op": "zygote", "script": key[0], "preload": list(key[1]), "preload_if_present": list(key[2])})
         self._zygote_script = key[0]
         reply = self._expect("ready", START_TIMEOUT_S)
         if "refused" in reply:
@@ -274,7 +277,7 @@ class ForkServer(_Closing):
     # --- the interface ---
 
     def run(self, job: Job) -> Outcome:
-        key = (str(job.script), tuple(job.preload))
+        key = (str(job.script), tuple(job.preload), tuple(job.preload_if_present))
         if self.broken or key in self.refused:
             return self.fallback.run(job)
         started = time.perf_counter()

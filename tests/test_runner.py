@@ -268,6 +268,24 @@ def test_repeats_keep_the_first_run_and_the_digests_of_the_others(project, cold,
     assert re.search(r"fake +[\d.]+ s +\(1 example\(s\), 3 run\(s\); processes [\d.]+ s", report)
 
 
+def test_the_fork_server_imports_what_the_profiler_would_import_in_each_run(project):
+    """torch.profiler imports Inductor's config in every process when it prepares a trace: the
+    fork server does it once per snippet, before the runs; where torch has none, runs still fork."""
+    package = project / "fake_torch" / "torch" / "_inductor"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "config.py").write_text(
+        "import os\nwith open(os.environ['FAKE_CUDA_LOG'], 'a') as log:\n    log.write(f'{os.getpid()} config\\n')\n")
+    logged = str(project / "log")
+    log = []
+    assert freeze.refresh([fake("a", "--log", logged, repeats=2, cold=True), fake("b", "--log", logged)],
+                          sys.executable, log=log.append) == 0, log
+    imports = [int(line.split()[0]) for line in (project / "cuda.log").read_text().splitlines() if line.endswith("config")]
+    runs = {pid for pid, *_ in _logged(project)}
+    assert len(imports) == 1 and imports[0] not in runs and len(runs) == 3
+    assert json.loads((project / "traces" / "fake" / "a.meta.json").read_text())["runner"] == "forked"
+
+
 def test_the_compile_cache_is_one_per_refresh_shared_by_warm_runs_and_empty_for_each_cold_one(project):
     """torch.compile's caches live in a directory made for the refresh and removed after it: the
     warm examples' runs share one, each cold process gets its own, none is the user's default."""
