@@ -3,7 +3,8 @@
 Started by scripts/runner.py as `python scripts/forkserver.py` with the interpreter that runs the
 snippets; never imported by the package (standard library and torch only). Three levels:
 
-- the root imports torch without initializing CUDA, then waits for requests;
+- the root imports torch without initializing CUDA (and the modules named on its command line,
+  where it can: what every run imports before it records), then waits for requests;
 - per snippet, a zygote forked from the root runs the snippet's own top-level import statements
   (and any module the request names), so its children start with exactly what that snippet
   imports: transformers is never loaded beside Part 1's snippet;
@@ -18,8 +19,7 @@ Replies go to a copy of the original fd 1; fd 1 itself is pointed at stderr so t
 during an import cannot corrupt them.
 
 root:   -> {"ready": true, "pid", "torch"} or {"refused": reason}
-        {"op": "zygote", "script", "preload", "preload_if_present"} -> (the zygote's replies) ...
-            {"zygote_exit": code}
+        {"op": "zygote", "script", "preload"} -> (the zygote's replies) ... {"zygote_exit": code}
         {"op": "quit"}
 zygote: -> {"ready": true, "pid"} or {"refused": reason}, then exits
         {"op": "run", "argv", "cwd", "stdout", "stderr", "timeout_s"[, "more", "env", "times"]}
@@ -135,6 +135,11 @@ def root() -> None:
     except BaseException as error:  # noqa: BLE001 - any failure is reported, the runner falls back
         send({"refused": f"cannot import torch: {last_line(error)}"})
         return
+    for name in sys.argv[1:]:  # what every run would import before recording (the runner says)
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a run imports it itself, or never needs it
+            pass
     if cuda_initialized():
         send({"refused": "importing torch initialized CUDA"})
         return
@@ -174,11 +179,6 @@ def zygote(request: dict) -> int:
         exec(compile(top_level_imports(script), script, "exec"), {"__name__": "__forkserver_preload__"})
         for name in request.get("preload", ()):
             importlib.import_module(name)
-        for name in request.get("preload_if_present", ()):
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - the child imports it itself, or never needs it
-                pass
     except BaseException as error:  # noqa: BLE001 - the runner runs this snippet on its own instead
         send({"refused": f"importing what {os.path.basename(script)} imports failed: {last_line(error)}"})
         return 0

@@ -246,7 +246,7 @@ class RunResult:
     error: str = ""
     wall_time_s: float = 0.0  # of the first run, the one whose artifacts are shown
     total_s: float = 0.0  # every run of the example, sanitizing included
-    processes_s: float = 0.0  # of which its processes ran (the rest: sanitizing, digests)
+    processes_s: float = 0.0  # of which in the runner, making and running its processes (the rest: sanitizing, digests)
 
 
 # What a compiled run imports at its first torch.compile (seconds of Python, before any recorded
@@ -257,8 +257,8 @@ COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
 # (`hasattr(torch, "_inductor")` imports Inductor, its config, Dynamo and sympy: 3 s on a CPU
 # machine, about 2 s of every eager run on the H200, where a compiled run, whose fork server had
 # imported them, took 2.0 s against 4.4 s eager). It happens before anything is recorded, also
-# when the schedule starts recording at once (prepare comes before start), so a fork server
-# imports it for every snippet, where torch has it.
+# when the schedule starts recording at once (prepare comes before start), so the fork server
+# imports it once, beside torch, where torch has it.
 PROFILER_MODULES = ("torch._inductor.config",)
 
 
@@ -311,6 +311,7 @@ class _Run:
     mode: str = "isolated"  # how its process was made (scripts.runner.Outcome.mode)
     outputs: dict[str, bytes] = field(default_factory=dict)
     trace: dict | None = None  # the sanitized trace (None where the example was unavailable)
+    runner_s: float = 0.0  # in the runner: its process made (a fork server's switch of imports) and run
 
 
 def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True, runs: int = 1,
@@ -325,20 +326,23 @@ def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True
         stderr = Path(tmp) / "stderr.txt"
         argv = [(*example.args, "--trace_dir", str(out_dir)) for out_dir in out_dirs]
         job = runners.Job(example.script, argv[0], ROOT, Path(tmp) / "stdout.txt", stderr, timeout_s * runs,
-                          preloaded(example), more=tuple(argv[1:]), env=env, preload_if_present=PROFILER_MODULES,
+                          preloaded(example), more=tuple(argv[1:]), env=env,
                           times=Path(tmp) / "times.json" if runs > 1 else None)
+        started = time.perf_counter()
         done = run.run(job)
-        wall, mode = done.wall_time_s, done.mode
+        wall, mode, runner_s = done.wall_time_s, done.mode, time.perf_counter() - started
         if done.timed_out:
-            return [_Run(f"timed out after {timeout_s * runs:g} s", wall)]
+            return [_Run(f"timed out after {timeout_s * runs:g} s", wall, runner_s=runner_s)]
         if done.error:
-            return [_Run(done.error, wall)]
+            return [_Run(done.error, wall, runner_s=runner_s)]
         if done.returncode != 0:
             which = f"run {len(done.times_s)} of {runs}: " if runs > 1 and done.times_s else ""
-            return [_Run(f"{which}exit {done.returncode}: {_last_line(stderr.read_text(errors='replace'))}", wall)]
+            return [_Run(f"{which}exit {done.returncode}: {_last_line(stderr.read_text(errors='replace'))}", wall,
+                         runner_s=runner_s)]
         # The first run's wall time is the process's, less the runs after it.
         times = [wall - sum(done.times_s[1:]), *done.times_s[1:]] if len(done.times_s) == runs > 1 else [wall] * runs
-        return [_collect(example, out_dir, artifacts and n == 0, _Run(wall_time_s=time_s, mode=mode))
+        return [_collect(example, out_dir, artifacts and n == 0,
+                         _Run(wall_time_s=time_s, mode=mode, runner_s=runner_s if n == 0 else 0.0))
                 for n, (out_dir, time_s) in enumerate(zip(out_dirs, times))]
 
 
@@ -380,7 +384,7 @@ def run_example(example: Example, python: str, environment: dict, *, runner=None
     in_one = example.repeats_in == "one process"
     runs = _run_once(example, run, timeout_s, runs=example.repeats if in_one else 1, env=cache.env(example))
     first = runs[0]
-    processes_s = sum(r.wall_time_s for r in runs)
+    processes_s = sum(r.runner_s for r in runs)
     if first.error:
         return RunResult(example, error=first.error, wall_time_s=first.wall_time_s,
                          total_s=time.perf_counter() - started, processes_s=processes_s)
@@ -392,7 +396,7 @@ def run_example(example: Example, python: str, environment: dict, *, runner=None
                 again = runs[number - 1]
             else:
                 again = _run_once(example, run, timeout_s, artifacts=False, env=cache.env(example))[0]
-                processes_s += again.wall_time_s
+                processes_s += again.runner_s
             error = again.error or ("" if again.trace is not None else "it was unavailable this time")
             if error:
                 return RunResult(example, error=f"run {number} of {example.repeats}: {error}",
@@ -447,7 +451,7 @@ SLOWEST_SHOWN = 5
 
 def report(results: list[RunResult], total_s: float, setup_s: float, writing_s: float) -> list[str]:
     """The refresh's time: in all, by phase (runner start, each part of the series, writing), and
-    its slowest examples; a part's time splits into its processes and the sanitizing and digests."""
+    its slowest examples; a part's time splits into its processes' and the sanitizing and digests'."""
     from .catalog import phase_of
 
     lines = [f"refresh wall time: {total_s:.1f} s"]
@@ -459,9 +463,10 @@ def report(results: list[RunResult], total_s: float, setup_s: float, writing_s: 
     for name, members in phases.items():
         spent = sum(r.total_s for r in members)
         runs = sum(r.example.repeats for r in members)
-        processes = sum(r.processes_s for r in members)
-        lines.append(f"  {name:<{width}} {spent:6.1f} s  ({len(members)} example(s), {runs} run(s); processes "
-                     f"{processes:.1f} s, sanitizing and digests {spent - processes:.1f} s)")
+        count = sum(1 if r.example.repeats_in == "one process" else r.example.repeats for r in members)
+        running = sum(r.processes_s for r in members)
+        lines.append(f"  {name:<{width}} {spent:6.1f} s  ({len(members)} example(s), {runs} run(s) in {count} "
+                     f"process(es): running {running:.1f} s, sanitizing and digests {spent - running:.1f} s)")
     lines.append(f"  {'writing':<{width}} {writing_s:6.1f} s")
     slowest = sorted(results, key=lambda r: -r.total_s)[:SLOWEST_SHOWN]
     lines.append("  slowest: " + ", ".join(f"{r.example.key} {r.total_s:.1f} s" for r in slowest))
@@ -477,7 +482,8 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
     results = []
     with tempfile.TemporaryDirectory(prefix="refresh-compile-", ignore_cleanup_errors=True) as cache_root:
         cache = CompileCache(Path(cache_root))
-        with runners.open_runner(python, isolated=isolated, log=log, env=cache.shared()) as run:
+        with runners.open_runner(python, isolated=isolated, log=log, env=cache.shared(),
+                                 imports=PROFILER_MODULES) as run:
             log(f"runner: {run.kind}")
             environment = probe_environment(python, packages, run)
             setup_s = time.perf_counter() - started

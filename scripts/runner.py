@@ -59,7 +59,6 @@ class Job:
     stderr: Path
     timeout_s: float = DEFAULT_TIMEOUT_S  # for all its runs together
     preload: tuple[str, ...] = ()  # modules a fork server imports beside the snippet's own
-    preload_if_present: tuple[str, ...] = ()  # the same, where they can be imported
     # Further argument lists run after `args` by the same process, one after the other (a warm
     # example's repeats), and the file where that process writes each run's seconds (a JSON list).
     more: tuple[tuple[str, ...], ...] = ()
@@ -169,17 +168,18 @@ class ForkServer(_Closing):
 
     kind = "fork server: torch imported once, a fresh forked process (and CUDA context) per run"
 
-    def __init__(self, python: str, log=print, env: dict[str, str] | None = None):
+    def __init__(self, python: str, log=print, env: dict[str, str] | None = None, imports: tuple[str, ...] = ()):
         self.python = python
         self.log = log
         self.env = dict(env or {})  # the server's own: what its imports see too
+        self.imports = tuple(imports)  # what the server imports beside torch, where it can, for every run
         self.fallback = Isolated(python, env)
         self.process: subprocess.Popen | None = None
         self.root_pid: int | None = None
-        self.zygote: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
+        self.zygote: tuple[str, tuple[str, ...]] | None = None
         self.zygote_pid: int | None = None
         self.child_pid: int | None = None
-        self.refused: dict[tuple[str, tuple[str, ...], tuple[str, ...]], str] = {}
+        self.refused: dict[tuple[str, tuple[str, ...]], str] = {}
         self.failures = 0
         self.broken = ""  # why the server is no longer used
         self._buffer = b""
@@ -231,7 +231,7 @@ class ForkServer(_Closing):
     def _start(self) -> None:
         started = time.perf_counter()
         self._buffer = b""
-        self.process = subprocess.Popen([self.python, str(SERVER)], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([self.python, str(SERVER), *self.imports], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0,
                                         start_new_session=True, env={**os.environ, **self.env})
         reply = self._receive(START_TIMEOUT_S)
@@ -240,12 +240,12 @@ class ForkServer(_Closing):
         self.root_pid = reply["pid"]
         self.log(f"  fork server ready: torch {reply['torch']} imported once ({time.perf_counter() - started:.1f} s)")
 
-    def _enter(self, key: tuple[str, tuple[str, ...], tuple[str, ...]]) -> bool:
+    def _enter(self, key: tuple[str, tuple[str, ...]]) -> bool:
         """Make the zygote for this snippet current; False if the server refuses the snippet."""
         if self.zygote == key:
             return True
         self._leave()
-        self._send({"op": "zygote", "script": key[0], "preload": list(key[1]), "preload_if_present": list(key[2])})
+        self._send({"op": "zygote", "script": key[0], "preload": list(key[1])})
         self._zygote_script = key[0]
         reply = self._expect("ready", START_TIMEOUT_S)
         if "refused" in reply:
@@ -277,7 +277,7 @@ class ForkServer(_Closing):
     # --- the interface ---
 
     def run(self, job: Job) -> Outcome:
-        key = (str(job.script), tuple(job.preload), tuple(job.preload_if_present))
+        key = (str(job.script), tuple(job.preload))
         if self.broken or key in self.refused:
             return self.fallback.run(job)
         started = time.perf_counter()
@@ -324,13 +324,13 @@ class ForkServer(_Closing):
         self.process = None
 
 
-def open_runner(python: str, *, isolated: bool = False, log=print,
-                env: dict[str, str] | None = None) -> ForkServer | Isolated:
-    """The runner a refresh uses: a fork server unless told otherwise or fork is unavailable, its
-    processes started with `env` added to this one's. Close it when done, or use it as a context
-    manager."""
+def open_runner(python: str, *, isolated: bool = False, log=print, env: dict[str, str] | None = None,
+                imports: tuple[str, ...] = ()) -> ForkServer | Isolated:
+    """The runner a refresh uses: a fork server (importing `imports` beside torch, where it can)
+    unless told otherwise or fork is unavailable, its processes started with `env` added to this
+    one's. Close it when done, or use it as a context manager."""
     if isolated or not fork_available():
         return Isolated(python, env)
-    return ForkServer(python, log, env)
+    return ForkServer(python, log, env, imports)
 
 
