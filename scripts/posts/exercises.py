@@ -71,6 +71,7 @@ class StepWork:
     kernels: int
     activities: int  # kernels, copies and memsets
     launches: dict[str, int]  # launch call name -> calls in the step that started GPU work
+    launched_by: dict[str, int]  # launch call name -> the activities those calls started
 
     @property
     def launch_calls(self) -> int:
@@ -85,7 +86,7 @@ def step_work(run) -> list[StepWork]:
                     if (l := trace.launch_of(a)) is not None and step.ts <= l.ts < step.end]
         calls = {id(l): l.name for _, l in launched}
         found.append(StepWork(step.name, sum(a.kind == "kernel" for a, _ in launched), len(launched),
-                              dict(Counter(calls.values()))))
+                              dict(Counter(calls.values())), dict(Counter(l.name for _, l in launched))))
     return found
 
 

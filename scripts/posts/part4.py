@@ -450,3 +450,9 @@ def top_host_op(run) -> OpShare:
             calls[e.name] = calls.get(e.name, 0) + 1
     op = max(time, key=time.get)
     return OpShare(op, calls[op], time[op], sum(s.dur for s in steps))
+
+
+def first_busy_batch(run, batches: list[int], share: float = 50.0) -> int | None:
+    """The smallest batch size whose median step keeps the GPU busy more than `share`% of the
+    step's span (the time-window view), or None."""
+    return next((b for b in batches if spread(run, "busy_pct", b, skip_first=False).median > share), None)
