@@ -119,7 +119,8 @@ def render_table(table: ProfilerTable, caption: str = "") -> Markup:
     the full view), numbers right-aligned, the sort column marked, each total of the foot under
     the column it adds up. The page holds the first-needed columns; the full table (every column,
     the profiler's names) waits in a <template> until the checkbox above the table swaps it in
-    (docs/javascripts/tables.js), so that a long post's document holds only what shows."""
+    (docs/javascripts/tables.js), so that a long post's document holds only what shows. The search
+    index takes the short view only: the full one would double every post's share of it."""
     shown = first_columns(table)
     compact = _table_view(table, shown, caption, full=False)
     if len(shown) == len(table.columns):
@@ -128,7 +129,7 @@ def render_table(table: ProfilerTable, caption: str = "") -> Markup:
                f" All {len(table.columns)} columns and the profiler's full names")
     full = _table_view(table, table.columns, caption, full=True)
     return scrolling_table(compact, "profiler table", before=switch,
-                           after=h("template", {"class": "prof-other"}, full))
+                           after=h("template", {"class": "prof-other", "data-search-exclude": True}, full))
 
 
 def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, full: bool) -> Markup:
