@@ -117,46 +117,57 @@ def _total_column(label: str, columns: tuple[str, ...]) -> str | None:
 def render_table(table: ProfilerTable, caption: str = "") -> Markup:
     """An accessible HTML table: names escaped and shortened (the profiler's name on hover and in
     the full view), numbers right-aligned, the sort column marked, each total of the foot under
-    the column it adds up. The first-needed columns show; a checkbox above the table shows all
-    (a CSS-only switch: docs/stylesheets/extra.css)."""
+    the column it adds up. The page holds the first-needed columns; the full table (every column,
+    the profiler's names) waits in a <template> until the checkbox above the table swaps it in
+    (docs/javascripts/tables.js), so that a long post's document holds only what shows. The search
+    index takes the short view only: the full one would double every post's share of it."""
+    shown = first_columns(table)
+    compact = _table_view(table, shown, caption, full=False)
+    if len(shown) == len(table.columns):
+        return scrolling_table(compact, "profiler table")
+    switch = h("label", {"class": "prof-switch"}, h("input", {"type": "checkbox", "class": "prof-all"}),
+               f" All {len(table.columns)} columns and the profiler's full names")
+    full = _table_view(table, table.columns, caption, full=True)
+    return scrolling_table(compact, "profiler table", before=switch,
+                           after=h("template", {"class": "prof-other", "data-search-exclude": True}, full))
+
+
+def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, full: bool) -> Markup:
+    """The table with these columns: the short view names rows by their short names (the
+    profiler's own on hover), the full view by the profiler's names."""
     from .analysis import short_name
 
     sort = table.sort_column
-    shown = first_columns(table)
-
-    def cls(name: str, *more: str) -> str | None:
-        classes = [*more, *(["prof-extra"] if name not in shown else [])]
-        return " ".join(classes) or None
-
+    keep = [table.columns.index(c) for c in columns]
     head = []
-    for name in table.columns:
+    for name in columns:
         if name == sort:
-            head.append(th(f"{name} ▼", {"scope": "col", "class": cls(name, "num", "sorted"),
-                                         "aria-sort": "descending", "title": "rows sorted by this column"}))
+            head.append(th(f"{name} ▼", {"scope": "col", "class": "num sorted", "aria-sort": "descending",
+                                         "title": "rows sorted by this column"}))
         else:
-            head.append(th(name, {"scope": "col", "class": cls(name, *(["num"] if name != table.columns[0] else []))}))
+            head.append(th(name, {"scope": "col", "class": "num" if name != table.columns[0] else None}))
     body = []
     for row in table.rows:
         short = short_name(row[0])
-        name = (h("code", None, row[0]) if short == row[0] else
-                (h("code", {"class": "prof-short"}, short), h("code", {"class": "prof-full"}, row[0])))
-        cells = [th(name, {"scope": "row", "title": row[0] if short != row[0] else None})]
-        for column, cell in zip(table.columns[1:], row[1:]):
+        if full or short == row[0]:
+            name = h("code", None, row[0])
+        else:
+            name = h("code", {"class": "prof-short"}, short)
+        cells = [th(name, {"scope": "row", "title": row[0] if short != row[0] and not full else None})]
+        for k in keep[1:]:
+            cell, column = row[k], table.columns[k]
             more = [*(["num"] if _is_numeric(cell) else []), *(["sorted"] if column == sort else [])]
-            cells.append(td(cell, {"class": cls(column, *more)}))
+            cells.append(td(cell, {"class": " ".join(more) or None}))
         body.append(cells)
     foot = []
     for label, value in table.totals:
-        column = _total_column(label, table.columns)
+        column = _total_column(label, columns)
         cells = [th(label if column else f"{label}: {value}", {"scope": "row"})]
-        for name in table.columns[1:]:
-            cells.append(td(value if name == column else "", {"class": cls(name, *(["num"] if name == column else []))}))
+        for name in columns[1:]:
+            cells.append(td(value if name == column else "", {"class": "num" if name == column else None}))
         foot.append(cells)
-    hidden = len(table.columns) - len(shown)
-    switch = h("label", {"class": "prof-switch"}, h("input", {"type": "checkbox", "class": "prof-all"}),
-               f" All {len(table.columns)} columns and the profiler's full names") if hidden else None
-    return scrolling_table(html_table(head, body, caption=caption, foot=foot, attrs={"class": "prof"}),
-                           "profiler table", before=switch)
+    return html_table(head, body, caption=caption, foot=foot,
+                      attrs={"class": "prof prof-full-view" if full else "prof"})
 
 
 def scrolling_table(table_html: Markup, label: str, after: Markup | None = None,

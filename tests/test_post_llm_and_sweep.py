@@ -67,7 +67,7 @@ def test_part4_shows_table_timeline_and_trace_of_every_single_batch_run(built_si
     html, elements, _ = part4
     singles = [e for e in catalog.PART4 if "-" not in e.tag.split("_")[1]]
     tables = [t for t in re.findall(r'<table class="prof"><caption>uv run snippets/05_llm_inference.py.*?</table>',
-                                    html, flags=re.S) if "Self CPU %" in t]  # the profiler's own tables
+                                    html, flags=re.S) if "Self CPU time total" in t]  # the profiler's own tables
     assert len(tables) == len(singles)
     images = [img["src"] for img in elements.find("img") if "timelines/05_llm_inference/" in img.get("src", "")]
     # one picture per decode variant at batch 1, of its steady step (the post stays under its weight limit)

@@ -31,7 +31,18 @@ def test_html_escapes_names_and_marks_the_sort_column():
     assert "&lt;8, at..." in html and "<8, at" not in html
     assert 'aria-sort="descending"' in html and "CUDA total ▼" in html
     assert "a &lt;caption&gt;" in html
-    assert html.count("<tr>") == len(parse_table(TABLE).rows) + 1 + 2
+    short, full = views(html)
+    for view in (short, full):  # every row once in each view: head, body, the two totals
+        assert view.count("<tr>") == len(parse_table(TABLE).rows) + 1 + 2
+
+
+def views(html: str) -> tuple[str, str]:
+    """The short view the page holds, and the full view kept in the <template> for the switch."""
+    import re
+
+    short, rest = html.split("<template", 1)
+    full = re.search(r'<table class="prof prof-full-view">.*?</table>', rest, re.S).group(0)
+    return short, full
 
 
 @pytest.mark.parametrize("text", ["", "hello", "-----\nName\n-----\n"])
@@ -61,9 +72,10 @@ def test_first_needed_columns_show_the_rest_are_one_switch_away():
     table = parse_table(TABLE)
     assert first_columns(table) == ("Name", "Self CPU", "Self CUDA", "CUDA total", "# of Calls")
     html = render_table(table)
-    head = cells_of(html, r"<thead>.*?</thead>")
-    hidden = [re.sub(r"<[^>]+>", "", text).rstrip(" ▼") for attrs, text in head if "prof-extra" in attrs]
-    assert hidden == [c for c in table.columns if c not in first_columns(table)]
+    short, full = views(html)
+    heading = lambda view: [re.sub(r"<[^>]+>", "", text).rstrip(" ▼") for _, text in cells_of(view, r"<thead>.*?</thead>")]
+    assert heading(short) == list(first_columns(table))  # the page's document holds these only
+    assert heading(full) == list(table.columns)
     assert 'class="prof-all"' in html and f"All {len(table.columns)} columns" in html
 
 
@@ -82,24 +94,29 @@ def test_the_sort_column_always_shows():
 def test_each_total_stands_under_the_column_it_adds_up():
     import re
 
+    from scripts.table import first_columns
+
     table = parse_table(TABLE)
     html = render_table(table)
-    for label, column in (("Self CPU time total", "Self CPU"), ("Self CUDA time total", "Self CUDA")):
-        cells = cells_of(html, rf"<tr><th[^>]*>{label}</th>.*?</tr>")
-        assert len(cells) == len(table.columns)
-        filled = [i for i, (_, text) in enumerate(cells) if text and i]
-        assert filled == [table.columns.index(column)]
-        assert cells[filled[0]][1] == table.total(label)
-        assert "prof-extra" not in cells[filled[0]][0]  # in the short view
+    for view, columns in zip(views(html), (first_columns(table), table.columns)):
+        for label, column in (("Self CPU time total", "Self CPU"), ("Self CUDA time total", "Self CUDA")):
+            cells = cells_of(view, rf"<tr><th[^>]*>{label}</th>.*?</tr>")
+            assert len(cells) == len(columns)
+            filled = [i for i, (_, text) in enumerate(cells) if text and i]
+            assert filled == [columns.index(column)]
+            assert cells[filled[0]][1] == table.total(label)
     assert "prof-totals" not in html  # no second copy of them below the table
 
 
 def test_long_names_are_shortened_with_the_profilers_name_kept():
     from scripts.analysis import short_name
+    from scripts.markup import escape
 
     table = parse_table(TABLE)
     html = render_table(table)
     long = next(row[0] for row in table.rows if short_name(row[0]) != row[0])
-    assert "&lt;8, at..." in html  # the profiler's own name, for hover and the full view
-    assert f'<code class="prof-short">{short_name(long)}</code>' in html
-    assert html.count('class="prof-short"') == sum(short_name(r[0]) != r[0] for r in table.rows)
+    short, full = views(html)
+    assert "&lt;8, at..." in short  # the profiler's own name on hover
+    assert f'<code class="prof-short">{short_name(long)}</code>' in short
+    assert short.count('class="prof-short"') == sum(short_name(r[0]) != r[0] for r in table.rows)
+    assert "prof-short" not in full and all(f"<code>{escape(r[0])}</code>" in full for r in table.rows)

@@ -378,3 +378,32 @@ def enclosing_ops(run, event) -> list[str]:
     return [e.name for e in sorted(run.trace.events, key=lambda e: (e.ts, -e.dur))
             if e.kind == "cpu_op" and e.tid == event.tid and e.ts <= event.ts and event.end <= e.end]
 
+
+
+# --- the exercises --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompiledRegion:
+    """The host time of a compiled run's `Torch-Compiled Region` rows over its recorded steps, and
+    of the one op inside them that launches the work."""
+
+    region_us: float
+    op: str
+    op_us: float  # the op's calls inside the regions
+    steps: int
+
+    @property
+    def wrapper_us(self) -> float:
+        """What the region costs around the op: guards, wrappers, the compiled graph's own Python."""
+        return self.region_us - self.op_us
+
+
+def compiled_region(run, op: str = "aten::addmm") -> CompiledRegion:
+    trace = run.trace
+    steps = trace.steps
+    regions = [e for e in trace.events if e.kind == "cpu_op" and e.name.startswith("Torch-Compiled Region")
+               and any(s.ts <= e.ts < s.end for s in steps)]
+    inner = [e for e in trace.events if e.name == op and e.kind == "cpu_op"
+             and any(r.tid == e.tid and r.ts <= e.ts and e.end <= r.end for r in regions)]
+    return CompiledRegion(sum(r.dur for r in regions), op, sum(e.dur for e in inner), len(steps))

@@ -410,3 +410,49 @@ def graph_against_eager(graph_view, eager_view, graph_batch: int, eager_batch: i
         graph_gpu_us=spread(g, "busy_us", graph_batch, skip_first=False),
         eager_gpu_us=spread(e, "busy_us", eager_batch, skip_first=False),
     )
+
+
+# --- the exercises --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpShare:
+    """One op's host time inside the recorded ProfilerSteps, against those steps' own time."""
+
+    op: str
+    calls: int
+    op_us: float
+    steps_us: float
+
+    @property
+    def pct(self) -> float:
+        return 100.0 * self.op_us / self.steps_us
+
+
+def op_share_of_steps(run, op: str) -> OpShare:
+    steps = run.trace.steps
+    calls = [e for e in run.trace.events if e.name == op and e.kind == "cpu_op"
+             and any(s.ts <= e.ts < s.end for s in steps)]
+    return OpShare(op, len(calls), sum(e.dur for e in calls), sum(s.dur for s in steps))
+
+
+def top_host_op(run) -> OpShare:
+    """The op with the most host time in the recorded steps among the outermost ops (those no other
+    op holds, on the same thread): the widest rows of the CPU lane, summed by name."""
+    steps = run.trace.steps
+    outer_end, time, calls = {}, {}, {}
+    for e in run.trace.events:  # sorted by (ts, -dur): a parent comes before what it holds
+        if e.kind != "cpu_op" or not any(s.ts <= e.ts < s.end for s in steps):
+            continue
+        if e.ts >= outer_end.get(e.tid, float("-inf")):
+            outer_end[e.tid] = e.end
+            time[e.name] = time.get(e.name, 0.0) + e.dur
+            calls[e.name] = calls.get(e.name, 0) + 1
+    op = max(time, key=time.get)
+    return OpShare(op, calls[op], time[op], sum(s.dur for s in steps))
+
+
+def first_busy_batch(run, batches: list[int], share: float = 50.0) -> int | None:
+    """The smallest batch size whose median step keeps the GPU busy more than `share`% of the
+    step's span (the time-window view), or None."""
+    return next((b for b in batches if spread(run, "busy_pct", b, skip_first=False).median > share), None)

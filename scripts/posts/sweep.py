@@ -135,3 +135,32 @@ def graph_savings(run, sizes: list[int]) -> GraphSavings:
     gpu = {n: modes_against(run, "graph", "eager", n, "gpu_us") for n in sizes}
     host = {n: spread(run, "eager", n, "host_us").median - spread(run, "graph", n, "host_us").median for n in sizes}
     return GraphSavings(gpu, host, {n: abs(c.a.median - c.b.median) for n, c in gpu.items()})
+
+
+# --- the exercises --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockStep:
+    """What one `step` of a block put on the GPU, in launch order: (kind, name, launch call, bytes
+    moved or set, 0 for a kernel), and the ops it called."""
+
+    activities: tuple[tuple[str, str, str, int], ...]
+    same_in_every_step: bool  # every step of the block launched the same sequence
+    ops: frozenset[str]  # the CPU ops of the block's first step
+
+
+def block_step(run, block: str) -> BlockStep:
+    trace = run.trace
+    span = next((e for e in trace.by_kind.get("annotation", []) if e.name == block), None)
+    if span is None:
+        raise KeyError(f"{run.example.key}: no {block} block")
+    steps = [e for e in trace.by_kind["annotation"] if e.name == "step" and span.ts <= e.ts < span.end]
+    per_step = []
+    for step in steps:
+        launched = sorted(((trace.launch_of(a), a) for a in trace.gpu_activities
+                           if trace.launch_of(a) is not None and step.ts <= trace.launch_of(a).ts < step.end),
+                          key=lambda p: (p[0].ts, p[1].ts))
+        per_step.append(tuple((a.kind, a.name, l.name, int(a.args.get("bytes", 0))) for l, a in launched))
+    ops = frozenset(e.name for e in trace.by_kind.get("cpu_op", []) if steps[0].ts <= e.ts < steps[0].end)
+    return BlockStep(per_step[0], len(set(per_step)) == 1, ops)
