@@ -38,7 +38,7 @@ from itertools import compress, repeat
 from operator import is_not
 from typing import Protocol
 
-from . import tracetext
+from . import compiled, tracetext
 from .tracetext import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, Text, TraceError,  # noqa: F401
                         max_bytes_default)
 
@@ -66,6 +66,17 @@ class EventSink(Protocol):
 
     def add_unread(self, count: int) -> None:
         """Events read over without a field taken (flows)."""
+
+    # The args keys whose integer values `add_columns` gives (the compiled path).
+    kept_args: tuple[str, ...]
+
+    def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
+                    starts: list[float], durations: list[float], args: list,
+                    read_args: Callable[[list], list]) -> None:
+        """As add_complete, from the compiled path (`scripts.compiled`): `args` holds each
+        event's args object undecoded (None without one); `read_args(some of them)` gives for
+        each None (null) or the values of `kept_args` in order, of any JSON type,
+        `msgspec.UNSET` where absent; ValueError where they do not read."""
 
 
 # --- JSON values in the text ------------------------------------------------------------------
@@ -325,6 +336,8 @@ class _Events:
         self.sink = sink
         self.ids: dict[str, object] = {}  # pid/tid as written -> value
         self.texts: dict[str, str] = {}  # a name or category as written -> the string
+        self.runs = compiled.runs_for(sink)  # None: the standard library's path only
+        self.declined = 0  # runs in a row that the compiled path left to this one
 
     def read(self) -> None:
         text = self.text
@@ -343,7 +356,9 @@ class _Events:
             if want > chunk:  # an event larger than the buffer: walk it alone
                 cut = self._walked(text.pos, first, None, one=True)
             else:
-                cut = self._segment(text.pos, first)
+                cut = self._compiled(text.pos, first) if self.runs is not None else -1
+                if cut < 0:
+                    cut = self._segment(text.pos, first)
             if cut > text.pos:
                 text.pos = cut
                 first = False
@@ -352,6 +367,23 @@ class _Events:
                 raise text.fail("truncated (ends inside traceEvents)")
             else:
                 want = text.grown(2 * max(want, len(text.buf) - text.pos))
+
+    def _compiled(self, pos: int, first: bool) -> int:
+        """Read the whole events of buf[pos:] up to the last boundary between two events with
+        the compiled decoder: the position after the last, or -1 where it declines. A cut that
+        is not between two events (a '},{' inside a string or a nested list) leaves text that
+        is not a JSON array of values: msgspec refuses it. After a few refusals in a row the
+        rest of the file is left to the standard library's path."""
+        buf = self.text.buf
+        found = (_FIRST if first else _COMMA).match(buf, pos)
+        cut = _last_boundary(buf, found.end()) if found is not None else -1
+        if cut > 0 and self.runs.read_run("[" + buf[found.end():cut] + "]", self.sink):
+            self.declined = 0
+            return cut
+        self.declined += 1
+        if self.declined >= _DECLINED_MAX:
+            self.runs = None
+        return -1
 
     def _pattern(self, pos: int) -> re.Pattern:
         """The expression for the events at pos: Kineto's layout as the first "ph" spells it."""
@@ -504,6 +536,30 @@ class _Events:
             sink.add_times(*(c[times_done:] for c in columns.times))
         if columns.complete and complete_done < len(columns.complete_at):
             sink.add_complete(*(c[complete_done:] for c in columns.complete))
+
+
+_DECLINED_MAX = 4
+_SPACES = " \t\n\r"
+
+
+def _last_boundary(buf: str, start: int) -> int:
+    """The position after the '}' of the last '}' ',' '{' (spaces between) after start, -1 if
+    none: the end of a run of whole events, where the text is Kineto's."""
+    at = len(buf)
+    for _ in range(64):  # the last few '{': a boundary is one of them, as a rule the last
+        at = buf.rfind("{", start, at)
+        if at <= start:
+            return -1
+        k = at - 1
+        while k > start and buf[k] in _SPACES:
+            k -= 1
+        if buf[k] == ",":
+            k -= 1
+            while k > start and buf[k] in _SPACES:
+                k -= 1
+            if buf[k] == "}":
+                return k + 1
+    return -1
 
 
 def _all_commas(texts: list[str]) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import json
+from array import array
 import zlib
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -123,8 +124,8 @@ class Skipped:
     """The events of one kind that `load_trace(skip_kinds=...)` did not make into Events: their
     start times (relative, as `Event.ts`) and durations, in file order."""
 
-    ts: list[float]
-    dur: list[float]
+    ts: array  # of floats ("d")
+    dur: array
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -284,6 +285,7 @@ class _Builder:
         # The categories whose events the reader need not make columns of (Kineto's spellings).
         self.times_only_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
                                             if kind in self.skip_kinds))
+        self.kept_args = KEPT_ARGS
         self.skipped: dict[str, tuple[list, list]] = {}  # kind -> absolute starts, durations
         self.events: list[Event] = []
         self.instants: list[Instant] = []
@@ -335,9 +337,30 @@ class _Builder:
                      starts: list[float], durations: list[float], bodies: list) -> None:
         """Complete events read as columns (see `scripts.parse.EventSink`: one string object per
         name already), whole columns at a time."""
-        self.raw_count += len(names)
         kinds = self._kinds(cats, names)
-        columns = [names, kinds, cats, starts, durations, pids, tids, _args_column(kinds, bodies)]
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids,
+                                  _args_column(kinds, bodies)])
+
+    def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
+                    starts: list[float], durations: list[float], args: list,
+                    read_args: Callable[[list], list]) -> None:
+        """Complete events from the compiled path: `read_args` reads the kept args' values of
+        the args objects (`args`), only of the kinds that keep some."""
+        kinds = self._kinds(cats, names)
+        column = [_NO_ARGS] * len(kinds)
+        unread = _ARGLESS_KINDS | self.skip_kinds
+        where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
+                 if found is not None and kind not in unread]
+        if where:
+            for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
+                if values is not None:
+                    kept = {k: v for k, v in zip(KEPT_ARGS, values) if type(v) is int}
+                    if kept:
+                        column[i] = kept
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column])
+
+    def _add_columns(self, kinds: list[str], columns: list[list]) -> None:
+        self.raw_count += len(kinds)
         if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
             keep = [kind not in self.skip_kinds for kind in kinds]
             drop = list(map(not_, keep))
@@ -357,8 +380,8 @@ class _Builder:
     def _commit_skipped(self, parts: list[tuple[str, list[float], list[float]]]) -> None:
         for kind, starts, durations in parts:
             times = self.skipped.get(kind)
-            if times is None:
-                times = self.skipped[kind] = ([], [])
+            if times is None:  # arrays: 16 bytes an event, not a list's 64
+                times = self.skipped[kind] = (array("d"), array("d"))
             times[0].extend(starts)
             times[1].extend(durations)
 
@@ -388,7 +411,7 @@ class _Builder:
         for instant in self.instants:
             instant.ts -= origin
         _in_trace_order(events)
-        skipped = {kind: Skipped(list(map(sub, ts, repeat(origin))), dur)
+        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur)
                    for kind, (ts, dur) in sorted(self.skipped.items())}
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import parse, tracetext
+from scripts import compiled, parse, tracetext
 from scripts.analysis import facts
 from scripts.trace import TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
@@ -33,6 +33,18 @@ LONG = ('{"ph": "X", "cat": "kernel"}, [{"ph":"M"}] \\" \\\\ é ' * 120_000)[:5_
 @pytest.fixture(scope="module")
 def real() -> dict:
     return json.loads(gzip.decompress(REAL.read_bytes()))
+
+
+@pytest.fixture(autouse=True, params=["stdlib", "compiled"])
+def decoder(request, monkeypatch):
+    """Every test on both paths: the standard library's, and msgspec's where it is installed
+    (the `fast` extra), which must give the same model."""
+    if request.param == "compiled":
+        pytest.importorskip("msgspec")
+        monkeypatch.delenv(compiled.DECODER_ENV, raising=False)
+    else:
+        monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")
+    return request.param
 
 
 @pytest.fixture(params=[False, True], ids=["inline_gunzip", "threaded_gunzip"])
@@ -470,6 +482,32 @@ def test_sorted_keys_read_fast(tmp_path):
     trace = load_trace(path)
     assert time.perf_counter() - start < 5
     assert len(trace.events) == 12_000
+
+
+COMMITTED = sorted(ROOT.glob("traces/**/*.json.gz"))
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_both_paths_give_the_same_model_of_every_committed_trace(path, decoder, monkeypatch):
+    if decoder == "stdlib":
+        pytest.skip("compared on the compiled run")
+    reads = []
+    read_run = compiled.Runs.read_run
+    monkeypatch.setattr(compiled.Runs, "read_run",
+                        lambda self, *a: reads.append(read_run(self, *a)) or reads[-1])
+    fast = load_trace(path)
+    assert any(reads)  # the compiled path read runs of this trace
+    monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")
+    reference = load_trace(path)
+    same_trace(fast, reference)
+    assert fast.skipped == reference.skipped == {}
+    assert facts_of(fast) == facts_of(reference)
+    lean = frozenset({"python", "cpu_op"})
+    monkeypatch.delenv(compiled.DECODER_ENV)
+    fast = load_trace(path, skip_kinds=lean)
+    monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")
+    reference = load_trace(path, skip_kinds=lean)
+    assert rows(fast) == rows(reference) and fast.skipped == reference.skipped
 
 
 def test_the_reader_imports_only_the_standard_library():
