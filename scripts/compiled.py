@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from itertools import compress, repeat
-from operator import attrgetter, not_
+from operator import attrgetter, is_, not_
 
 DECODER_ENV = "PROFILING_TRACE_DECODER"  # "stdlib": the standard library's path only
 _ERRORS: tuple = ()
@@ -46,7 +46,7 @@ class Runs:
         others = [msgspec.defstruct(f"Phase{i}", shown if ph in "MiI" else [], tag=ph, **tagged)
                   for i, ph in enumerate(PHASES)]
         self.complete = complete
-        self.shown = tuple(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
+        self.shown = frozenset(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
         self.events = msgspec.json.Decoder(list[Union[(complete, *others)]])
         args = msgspec.defstruct("Args", [(f"a{i}", Any, msgspec.field(default=unset, name=key))
                                           for i, key in enumerate(kept_args)])
@@ -65,20 +65,19 @@ class Runs:
             events = self.events.decode(text)
         except _ERRORS:
             return False
-        is_x = list(map(self.complete.__instancecheck__, events))
-        xs = events if all(is_x) else list(compress(events, is_x))
-        others = [] if len(xs) == len(events) else [e for e in events if type(e) is not self.complete]
-        raws = []
-        for event in others:
-            if isinstance(event, self.shown):
-                raw = self._raw(event)
-                if raw is None:
-                    return False
-                raws.append(raw)
+        types = list(map(type, events))
+        if types.count(self.complete) == len(types):
+            xs, shown = events, []
+        else:  # picked a column at a time: no loop in Python over the flows
+            xs = list(compress(events, map(is_, types, repeat(self.complete))))
+            shown = list(compress(events, map(self.shown.__contains__, types)))
+        raws = list(map(self._raw, shown))
+        if None in raws:
+            return False
         if xs and not self._add(xs, sink):
             return False
-        if len(others) > len(raws):
-            sink.add_unread(len(others) - len(raws))
+        if len(events) > len(xs) + len(raws):
+            sink.add_unread(len(events) - len(xs) - len(raws))
         for raw in raws:
             sink.add_raw(raw)
         return True
@@ -119,13 +118,20 @@ class Runs:
         return True
 
     def read_args(self, raws: list) -> list:
-        """The kept args' values of these args objects (tuples; None for null), or ValueError."""
+        """The kept args' values of these args objects (tuples), None for one that is null or
+        not an object (no args kept, as `json` then reads it)."""
         try:
             decoded = self.args.decode(b"[" + b",".join(raws) + b"]")
-        except _ERRORS as err:
-            raise ValueError(str(err)) from None
+        except _ERRORS:  # an args value that is not an object: one by one
+            decoded = list(map(self._args_or_none, raws))
         astuple = self.astuple
         return [None if found is None else astuple(found) for found in decoded]
+
+    def _args_or_none(self, raw):
+        try:
+            return self.args.decode(b"[" + raw + b"]")[0]
+        except _ERRORS:
+            return None
 
     def _raw(self, event) -> dict | None:
         """A metadata or instant event as the dict the sink reads (its fields, args decoded)."""
