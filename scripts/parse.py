@@ -336,7 +336,9 @@ class _Events:
         self.sink = sink
         self.ids: dict[str, object] = {}  # pid/tid as written -> value
         self.texts: dict[str, str] = {}  # a name or category as written -> the string
-        self.runs = compiled.runs_for(sink)  # None: the standard library's path only
+        # The compiled decoder, from the second buffer on: a trace that fits in one is read
+        # before msgspec would have been imported. None: the standard library's path only.
+        self.runs: compiled.Runs | None = None
         self.declined = 0  # runs in a row that the compiled path left to this one
 
     def read(self) -> None:
@@ -361,6 +363,8 @@ class _Events:
                     cut = self._segment(text.pos, first)
             if cut > text.pos:
                 text.pos = cut
+                if first and not text.eof:
+                    self.runs = compiled.runs_for(self.sink)
                 first = False
                 want = chunk
             elif text.eof:

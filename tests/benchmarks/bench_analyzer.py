@@ -1,7 +1,7 @@
 """Time and peak memory of our analyzer against HTA's on one trace, each in a fresh process.
 
     .venv/bin/python tests/benchmarks/bench_analyzer.py [TRACE | --size MB] [--repeat N]
-        [--analyzer PY] [--no-hta]
+        [--analyzer PY] [--baseline PY] [--no-hta]
 
 TRACE defaults to the largest .json.gz under traces/; `--size MB` writes instead that trace's
 events repeated, each copy later, up to MB megabytes of JSON (tests/benchmarks/big_traces.py).
@@ -96,6 +96,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (median time)")
     parser.add_argument("--analyzer", type=Path, default=ROOT / "scripts" / "analyze.py",
                         help="the analyze.py to time (default: this checkout's)")
+    parser.add_argument("--baseline", type=Path, metavar="PY",
+                        help="also time this analyze.py (e.g. an older version's, from `git "
+                             "archive REF scripts | tar -x -C DIR`) in the same runs")
     parser.add_argument("--no-hta", action="store_true", help="ours only (HTA takes minutes "
                         "and gigabytes on a gigabyte)")
     args = parser.parse_args(argv)
@@ -115,6 +118,8 @@ def run(args, trace: Path, folder: str) -> None:
     hta_command = [sys.executable, "-c", HTA_SCRIPT, folder]
     sides = {"ours": (ours_command, None),
              "ours, stdlib": (ours_command, {"PROFILING_TRACE_DECODER": "stdlib"})}
+    if args.baseline:
+        sides["baseline"] = ([sys.executable, str(args.baseline), "--json", str(trace)], None)
     if not args.no_hta:
         sides["HTA"] = (hta_command, None)
     load_before = os.getloadavg()[0]
@@ -141,7 +146,7 @@ def run(args, trace: Path, folder: str) -> None:
         print(f"{side:14}{wall:9.2f}{cpu:9.2f}{megabytes / wall:8.0f}{rss:10.0f}{idle:9.2f}")
     if "HTA" in summary:
         hta_wall, hta_cpu, hta_rss = summary["HTA"]
-        for side in ("ours", "ours, stdlib"):
+        for side in [side for side in summary if side != "HTA"]:
             wall, cpu, rss = summary[side]
             print(f"HTA/{side} time: {hta_wall / wall:.1f}x wall, {hta_cpu / cpu:.1f}x CPU "
                   f"(aim: >= 20x); {side}/HTA peak memory: {rss / hta_rss:.2f} (aim: <= 0.20)")
