@@ -104,7 +104,8 @@ class Runs:
             xs = rest
             cats = list(map(attrgetter("cat"), xs))
             cats = list(map(texts.setdefault, cats, cats))
-        names, pids, tids, args = (list(map(attrgetter(f), xs)) for f in ("name", "pid", "tid", "args"))
+        names, pids, tids, args = (list(map(attrgetter(field), xs))
+                                   for field in ("name", "pid", "tid", "args"))
         absent = self.absent
         args = [None if found is absent else found for found in args]
         if not {int, str}.issuperset(set(map(type, pids)) | set(map(type, tids))):

@@ -31,8 +31,8 @@ from itertools import compress, groupby, islice, repeat
 from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
 
-from .parse import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, int_args,  # noqa: F401
-                    read_trace)
+from .columns import int_args
+from .parse import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, read_trace  # noqa: F401
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
 KIND_BY_CATEGORY = {
