@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import gc
 import json
-from array import array
 import zlib
+from array import array
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -286,7 +286,7 @@ class _Builder:
         self.times_only_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
                                             if kind in self.skip_kinds))
         self.kept_args = KEPT_ARGS
-        self.skipped: dict[str, tuple[list, list]] = {}  # kind -> absolute starts, durations
+        self.skipped: dict[str, tuple[array, array]] = {}  # kind -> absolute starts, durations
         self.events: list[Event] = []
         self.instants: list[Instant] = []
         self.process_names: dict = {}
