@@ -20,25 +20,23 @@ character is scanned a bounded number of times whatever the layout: sorted keys,
 events without "ph", strings of megabytes (tests/test_parse.py times it).
 
 The Kineto alternatives take names as `[^"]*+` and args as `[^}]*+`, the fastest the expression
-engine has, and `_Columns.check` checks after, in bulk, what could have ended a match inside a
-string: an escape in a name, a '}' inside a string in args (see `check`). What they read is what
-json reads from valid JSON. They are more lenient than json on what no producer writes: a raw
-control character in a name, a time that float reads and JSON does not (`.5`, `1_0`), broken
-syntax inside args are read, not refused.
+engine has, and `Columns.check` (scripts/columns.py, which makes the columns) checks after, in
+bulk, what could have ended a match inside a string: an escape in a name, a '}' inside a string
+in args. What they read is what json reads from valid JSON. They are more lenient than json on
+what no producer writes: a raw control character in a name, a time that float reads and JSON
+does not (`.5`, `1_0`), broken syntax inside args are read, not refused.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from bisect import bisect_left
 from collections.abc import Callable
-from itertools import compress, repeat
-from operator import is_not
 from typing import Protocol
 
-from . import tracetext
+from . import compiled, tracetext
+from .columns import Columns, decode_objects, spans_one_event
 from .tracetext import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, Text, TraceError,  # noqa: F401
                         max_bytes_default)
 
@@ -66,6 +64,17 @@ class EventSink(Protocol):
 
     def add_unread(self, count: int) -> None:
         """Events read over without a field taken (flows)."""
+
+    # The args keys whose integer values `add_columns` gives (the compiled path).
+    kept_args: tuple[str, ...]
+
+    def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
+                    starts: list[float], durations: list[float], args: list,
+                    read_args: Callable[[list], list]) -> None:
+        """As add_complete, from the compiled path (`scripts.compiled`): `args` holds each
+        event's args object undecoded (None without one); `read_args(some of them)` gives for
+        each None (null) or the values of `kept_args` in order, of any JSON type,
+        `msgspec.UNSET` where absent; ValueError where they do not read."""
 
 
 # --- JSON values in the text ------------------------------------------------------------------
@@ -285,7 +294,7 @@ def _events_pattern(colon: str, comma: str, times_only_cats: tuple[str, ...]) ->
     - any other object: `other`, its text after the '{'.
 
     The Kineto alternatives take a name as `[^"]*+` and args or a flow as `[^}]*+` (the fastest),
-    which `_Columns.check` then checks in bulk. Possessive quantifiers: no backtracking."""
+    which `Columns.check` then checks in bulk. Possessive quantifiers: no backtracking."""
     def key(name):
         return f'{comma}"{name}"{colon}'
 
@@ -312,9 +321,6 @@ _LAYOUTS = (_Layout(":", ","), _Layout(": ", r",\s*+"))
 _ANY_ONLY = re.compile(rf"\{{(?P<other>{_OBJECT_REST})")
 _COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _FIRST = re.compile(r"[ \t\n\r]*")
-# The characters of JSON's numbers, which bytes.translate deletes (a tight loop) to see
-# whether there are others (float also reads letters and '_').
-_NUMBER_BYTES = b"0123456789.-+eE \t\n\r"
 
 
 class _Events:
@@ -325,6 +331,10 @@ class _Events:
         self.sink = sink
         self.ids: dict[str, object] = {}  # pid/tid as written -> value
         self.texts: dict[str, str] = {}  # a name or category as written -> the string
+        # The compiled decoder, from the second buffer on: a trace that fits in one is read
+        # before msgspec would have been imported. None: the standard library's path only.
+        self.runs: compiled.Runs | None = None
+        self.declined = 0  # runs in a row that the compiled path left to this one
 
     def read(self) -> None:
         text = self.text
@@ -343,15 +353,36 @@ class _Events:
             if want > chunk:  # an event larger than the buffer: walk it alone
                 cut = self._walked(text.pos, first, None, one=True)
             else:
-                cut = self._segment(text.pos, first)
+                cut = self._compiled(text.pos, first) if self.runs is not None else -1
+                if cut < 0:
+                    cut = self._segment(text.pos, first)
             if cut > text.pos:
                 text.pos = cut
+                if first and not text.eof:
+                    self.runs = compiled.runs_for(self.sink)
                 first = False
                 want = chunk
             elif text.eof:
                 raise text.fail("truncated (ends inside traceEvents)")
             else:
                 want = text.grown(2 * max(want, len(text.buf) - text.pos))
+
+    def _compiled(self, pos: int, first: bool) -> int:
+        """Read the whole events of buf[pos:] up to the last boundary between two events with
+        the compiled decoder: the position after the last, or -1 where it declines. A cut that
+        is not between two events (a '},{' inside a string or a nested list) leaves text that
+        is not a JSON array of values: msgspec refuses it. After a few refusals in a row the
+        rest of the file is left to the standard library's path."""
+        buf = self.text.buf
+        found = (_FIRST if first else _COMMA).match(buf, pos)
+        cut = _last_boundary(buf, found.end()) if found is not None else -1
+        if cut > 0 and self.runs.read_run("[" + buf[found.end():cut] + "]", self.sink):
+            self.declined = 0
+            return cut
+        self.declined += 1
+        if self.declined >= _DECLINED_MAX:
+            self.runs = None
+        return -1
 
     def _pattern(self, pos: int) -> re.Pattern:
         """The expression for the events at pos: Kineto's layout as the first "ph" spells it."""
@@ -385,10 +416,10 @@ class _Events:
             rest = sum(map(len, later)) + len(later) + sum(map(len, between[count:]))  # and '{'s
             parts = parts[:count * width + 1]
         try:
-            columns = _Columns([parts[g::width] for g in range(1, width)], pattern, self.ids,
+            columns = Columns([parts[g::width] for g in range(1, width)], pattern, self.ids,
                                self.texts)
             columns.check()
-            decoded = _decode_objects(columns.objects)
+            decoded = decode_objects(columns.objects)
         except (ValueError, RecursionError):  # what the columns or json do not read: one by one
             return self._walked(pos, first, pattern)
         self._add(columns, decoded)
@@ -413,7 +444,7 @@ class _Events:
                                     " ',' before ']' in traceEvents)")
                 break
             match = pattern.match(buf, start) if pattern is not None else None
-            if match is not None and _spans_one_event(match):
+            if match is not None and spans_one_event(match):
                 items.append(match)
                 at = match.end()
             else:
@@ -429,7 +460,7 @@ class _Events:
         return at
 
     def _add_items(self, items: list, pattern: re.Pattern | None) -> None:
-        """Add walked events in file order: runs of matches through `_Columns` (json reads
+        """Add walked events in file order: runs of matches through `Columns` (json reads
         those whose columns do not read), the others with json."""
         runs: list = []  # lists of matches, and (start, end) spans
         for item in items:
@@ -444,10 +475,10 @@ class _Events:
             if isinstance(run, tuple):
                 continue
             try:
-                columns = _Columns([list(column) for column in zip(*(m.groups() for m in run))],
+                columns = Columns([list(column) for column in zip(*(m.groups() for m in run))],
                                    pattern, self.ids, self.texts)
                 columns.check()
-                decoded.append((columns, _decode_objects(columns.objects)))
+                decoded.append((columns, decode_objects(columns.objects)))
             except (ValueError, RecursionError):
                 runs[i:i + 1] = [m.span() for m in run]
         loose = iter(self._decode_loose([run for run in runs if isinstance(run, tuple)]))
@@ -470,7 +501,7 @@ class _Events:
                 text.decode(a, b, "in traceEvents")
             raise
 
-    def _add(self, columns: _Columns, decoded: list) -> None:
+    def _add(self, columns: Columns, decoded: list) -> None:
         """Add the events of a run of matches in file order. Complete events that json read
         (where there are any) split the Kineto columns: events equal in start and duration
         then keep their file order, as when json reads them all."""
@@ -506,173 +537,32 @@ class _Events:
             sink.add_complete(*(c[complete_done:] for c in columns.complete))
 
 
+_DECLINED_MAX = 4
+_SPACES = " \t\n\r"
+
+
+def _last_boundary(buf: str, start: int) -> int:
+    """The position after the '}' of the last '}' ',' '{' (spaces between) after start, -1 if
+    none: the end of a run of whole events, where the text is Kineto's."""
+    at = len(buf)
+    for _ in range(64):  # the last few '{': a boundary is one of them, as a rule the last
+        at = buf.rfind("{", start, at)
+        if at <= start:
+            return -1
+        k = at - 1
+        while k > start and buf[k] in _SPACES:
+            k -= 1
+        if buf[k] == ",":
+            k -= 1
+            while k > start and buf[k] in _SPACES:
+                k -= 1
+            if buf[k] == "}":
+                return k + 1
+    return -1
+
+
 def _all_commas(texts: list[str]) -> bool:
     """Whether every text is a comma with spaces (as a rule all alike: compared, not hashed)."""
     if not texts or texts.count(texts[0]) == len(texts):
         return not texts or _COMMA.fullmatch(texts[0]) is not None
     return all(map(_COMMA.fullmatch, set(texts)))
-
-
-def _spans_one_event(match: re.Match) -> bool:
-    """Whether a match spans one event exactly: what `_Columns.check` checks in bulk of the
-    names, args and flows, that would otherwise end the match inside a string."""
-    found = match.groupdict()
-    if found.get("flow") is not None:
-        return _whole(found["flow"])
-    for prefix in ("t_", ""):
-        if found.get(prefix + "name") is not None:
-            body = found[prefix + "args"]
-            return "\\" not in found[prefix + "name"] and (body is None or _whole(body)) and (
-                prefix or "\\" not in found["cat"])
-    return True  # any other object: exact
-
-
-def _whole(body: str) -> bool:
-    """An args object's or a flow's inside, as `_Columns.check` wants it."""
-    return "\\" not in body and "{" not in body and "\0" not in body and body.count('"') % 2 == 0
-
-
-class _Columns:
-    """The matches of a split, as columns of group values (`columns[g - 1]`: group g of
-    `_events_pattern`): Kineto's complete events converted, the times of the times-only ones,
-    the count of flows, and the text of the other objects for json. Raises ValueError on a
-    name, number or id that does not read."""
-
-    def __init__(self, columns: list[list], pattern: re.Pattern, ids: dict, texts: dict):
-        groups = pattern.groupindex
-
-        def column(name: str) -> list:
-            return columns[groups[name] - 1]
-
-        self.complete: tuple | None = None  # add_complete's columns
-        self.complete_at: list[int] = []  # the match index of each row
-        self.times: tuple | None = None  # add_times's columns
-        self.times_at: list[int] = []
-        self.unread = 0
-        self.numbers: list[str] = []  # columns of times, joined
-        self.args = ""  # the args of the complete events, joined
-        objects = column("other")
-        self.count = len(objects)
-        self.object_at = list(compress(range(len(objects)), objects))
-        self.objects = list(compress(objects, objects))
-        # The insides of the args objects and flows that `[^}]*+` took, by match index.
-        self.insides = [column(name) for name in ("flow", "t_args", "args") if name in groups]
-        if "flow" not in groups:
-            return
-        flows = column("flow")
-        self.unread = len(flows) - flows.count(None)
-        if "t_cat" in groups:
-            cats = column("t_cat")
-            if any(cats):
-                self.times_at = list(compress(range(len(cats)), cats))
-                names, starts, durations = (list(compress(column(name), cats))
-                                            for name in ("t_name", "t_ts", "t_dur"))
-                _texts(names, texts)  # only checked: an escape json does not read is a ValueError
-                self.numbers += ["".join(starts), "".join(durations)]
-                self.times = (list(compress(cats, cats)), _floats(starts),
-                              _durations(durations, self.numbers[-1]))
-        keep = list(map(is_not, column("cat"), repeat(None)))
-        if any(keep):
-            cats, names, pids, tids, starts, durations, bodies = (
-                list(compress(column(name), keep))
-                for name in ("cat", "name", "pid", "tid", "ts", "dur", "args"))
-            self.complete_at = list(compress(range(len(keep)), keep))
-            self.numbers += ["".join(starts), "".join(durations)]
-            self.args = "".join(compress(bodies, bodies))
-            self.complete = (_texts(cats, texts), _texts(names, texts), _ids(pids, ids),
-                             _ids(tids, ids), _floats(starts),
-                             _durations(durations, self.numbers[-1]), bodies)
-
-    def check(self) -> None:
-        """ValueError unless every match spans one whole event exactly and reads as json reads
-        it. Names and categories: see `_texts`. Times: in the characters of JSON's numbers
-        (float also reads others). Args: without NULs (`int_args` puts them between args).
-        And `[^}]*+` may have ended an args object or a flow at a '}' inside a string, or
-        inside a nested object: the match then is followed by text that is not a comma (the
-        rest of the string or the object), which the split's caller refuses, but for two
-        cases: the last match, and a match followed by an "any object" match that started
-        inside that string (before its closing quote). Those insides are checked: their quotes
-        paired, no escapes, no nested objects."""
-        if any(numbers.encode().translate(None, _NUMBER_BYTES) for numbers in self.numbers):
-            raise ValueError("a number that json should read")
-        if "\0" in self.args:
-            raise ValueError("args that json should read")
-        for i in {i - 1 for i in self.object_at if i} | {self.count - 1}:
-            for insides in self.insides:
-                if insides[i] is not None and not _whole(insides[i]):
-                    raise ValueError("args that json should read")
-
-
-def _decode_objects(texts: list[str]) -> list:
-    """json's reading of "any other object" matches (their text after the '{')."""
-    return json.loads("[{" + ",{".join(texts) + "]") if texts else []
-
-
-def _floats(column) -> list[float]:
-    return list(map(float, column))
-
-
-def _durations(column: list[str], joined: str) -> list[float]:
-    """Durations as floats, negative ones (and -0.0) made 0. Those are written with a minus
-    sign (`joined`: the column's text): only then are all of them clamped (so are '1e-05', to
-    no effect)."""
-    durations = list(map(float, column))
-    if "-" in joined:
-        durations = list(map(max, repeat(0.0), durations))
-    return durations
-
-
-def _texts(column: list[str], texts: dict) -> list[str]:
-    """Names or categories from their text, escapes undone (ValueError on an escape that json
-    does not read, as where a backslash escapes the quote that ended the match), one string
-    object per text."""
-    found = list(map(texts.get, column))
-    if not all(found):  # new texts (or empty ones)
-        for raw in set(column).difference(texts):
-            texts[raw] = json.loads(f'"{raw}"') if "\\" in raw else raw
-        found = list(map(texts.__getitem__, column))
-    return found
-
-
-def _ids(column: list[str], ids: dict) -> list:
-    """pid/tid values from their text, one object per text."""
-    found = list(map(ids.get, column))
-    if None in found:
-        for text in set(column).difference(ids):
-            stripped = text.strip()
-            if stripped.lstrip("-").isdigit() and stripped.isascii():
-                ids[text] = int(stripped)
-            else:
-                ids[text] = json.loads(stripped)  # a string, or a number with a fraction
-        found = list(map(ids.__getitem__, column))
-    return found
-
-
-_INT_ARG_PATTERNS: dict[tuple[str, ...], tuple[re.Pattern, dict]] = {}
-
-
-def int_args(bodies: list, keys: tuple[str, ...], empty: dict) -> list[dict]:
-    """The integer values of `keys` in each args text (`empty`, shared, where there are none):
-    one search of the texts joined by `"\\0"` (a quote first: the search skips to quotes)."""
-    found = _INT_ARG_PATTERNS.get(keys)
-    if found is None:
-        pattern = re.compile(r'"(?:(\0)"|(' + "|".join(map(re.escape, keys))
-                             + r')"\s*:\s*(-?[0-9]+)(?=[,}\s"]|\Z))')
-        found = _INT_ARG_PATTERNS[keys] = (pattern, {sys.intern(k): sys.intern(k) for k in keys})
-    pattern, interned = found
-    column = [empty] * len(bodies)
-    if None in bodies:
-        bodies = [body or "" for body in bodies]
-    at = iter(range(len(bodies)))
-    args: dict = {}
-    for between, key, value in pattern.findall('"\0"'.join(bodies)):
-        if between:  # the end of an event's args
-            i = next(at)
-            if args:
-                column[i] = args
-                args = {}
-        else:
-            args[interned[key]] = int(value)
-    if args:
-        column[next(at)] = args
-    return column

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import json
 import zlib
+from array import array
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,8 +31,8 @@ from itertools import compress, groupby, islice, repeat
 from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
 
-from .parse import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, int_args,  # noqa: F401
-                    read_trace)
+from .columns import int_args
+from .parse import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, read_trace  # noqa: F401
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
 KIND_BY_CATEGORY = {
@@ -123,8 +124,8 @@ class Skipped:
     """The events of one kind that `load_trace(skip_kinds=...)` did not make into Events: their
     start times (relative, as `Event.ts`) and durations, in file order."""
 
-    ts: list[float]
-    dur: list[float]
+    ts: array  # of floats ("d")
+    dur: array
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -285,7 +286,8 @@ class _Builder:
         # The categories whose events the reader need not make columns of (Kineto's spellings).
         self.times_only_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
                                             if kind in self.skip_kinds))
-        self.skipped: dict[str, tuple[list, list]] = {}  # kind -> absolute starts, durations
+        self.kept_args = KEPT_ARGS
+        self.skipped: dict[str, tuple[array, array]] = {}  # kind -> absolute starts, durations
         self.events: list[Event] = []
         self.instants: list[Instant] = []
         self.process_names: dict = {}
@@ -337,11 +339,33 @@ class _Builder:
                      starts: list[float], durations: list[float], bodies: list) -> None:
         """Complete events read as columns (see `scripts.parse.EventSink`: one string object per
         name already), whole columns at a time."""
-        self.raw_count += len(names)
         kinds = self._kinds(cats, names)
-        columns = [names, kinds, cats, starts, durations, pids, tids, _args_column(kinds, bodies)]
+        column = _args_column(kinds, bodies)
         if self.keep_args and not self.keep_args.isdisjoint(kinds):
-            _add_whole_args(columns[-1], kinds, bodies, self.keep_args)
+            _add_whole_args(column, kinds, bodies, self.keep_args)
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column])
+
+    def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
+                    starts: list[float], durations: list[float], args: list,
+                    read_args: Callable[[list], list]) -> None:
+        """Complete events from the compiled path: `read_args` reads the kept args' values of
+        the args objects (`args`), only of the kinds that keep some (never whole args: a sink
+        with keep_args gets no compiled path, scripts.compiled.runs_for)."""
+        kinds = self._kinds(cats, names)
+        column = [_NO_ARGS] * len(kinds)
+        unread = _ARGLESS_KINDS | self.skip_kinds
+        where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
+                 if found is not None and kind not in unread]
+        if where:
+            for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
+                if values is not None:
+                    kept = {k: v for k, v in zip(KEPT_ARGS, values) if type(v) is int}
+                    if kept:
+                        column[i] = kept
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column])
+
+    def _add_columns(self, kinds: list[str], columns: list[list]) -> None:
+        self.raw_count += len(kinds)
         if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
             keep = [kind not in self.skip_kinds for kind in kinds]
             drop = list(map(not_, keep))
@@ -361,8 +385,8 @@ class _Builder:
     def _commit_skipped(self, parts: list[tuple[str, list[float], list[float]]]) -> None:
         for kind, starts, durations in parts:
             times = self.skipped.get(kind)
-            if times is None:
-                times = self.skipped[kind] = ([], [])
+            if times is None:  # arrays: 16 bytes an event, not a list's 64
+                times = self.skipped[kind] = (array("d"), array("d"))
             times[0].extend(starts)
             times[1].extend(durations)
 
@@ -392,7 +416,7 @@ class _Builder:
         for instant in self.instants:
             instant.ts -= origin
         _in_trace_order(events)
-        skipped = {kind: Skipped(list(map(sub, ts, repeat(origin))), dur)
+        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur)
                    for kind, (ts, dur) in sorted(self.skipped.items())}
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,

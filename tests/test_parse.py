@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import parse, tracetext
+from scripts import compiled, parse, tracetext
 from scripts.analysis import facts
 from scripts.trace import TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
@@ -33,6 +33,18 @@ LONG = ('{"ph": "X", "cat": "kernel"}, [{"ph":"M"}] \\" \\\\ é ' * 120_000)[:5_
 @pytest.fixture(scope="module")
 def real() -> dict:
     return json.loads(gzip.decompress(REAL.read_bytes()))
+
+
+@pytest.fixture(autouse=True, params=["stdlib", "compiled"])
+def decoder(request, monkeypatch):
+    """Every test on both paths: the standard library's, and msgspec's where it is installed
+    (the `fast` extra), which must give the same model."""
+    if request.param == "compiled":
+        pytest.importorskip("msgspec")
+        monkeypatch.delenv(compiled.DECODER_ENV, raising=False)
+    else:
+        monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")
+    return request.param
 
 
 @pytest.fixture(params=[False, True], ids=["inline_gunzip", "threaded_gunzip"])
@@ -101,6 +113,16 @@ def with_ph_in_last_args(data: dict) -> dict:
     return data
 
 
+def with_boundaries_in_names(data: dict) -> dict:
+    """Every other CPU op's name holds what looks like the end of one event and the start of
+    another (where the compiled path may cut, and must then leave the run to the other path)."""
+    data = json.loads(json.dumps(data))
+    for i, event in enumerate(data["traceEvents"]):
+        if i % 2 and event.get("cat") == "cpu_op":
+            event["name"] += '"},{"ph":"X","name":"'
+    return data
+
+
 def with_events_lacking_ph(data: dict) -> dict:
     """Every third event also as a copy without "ph" (events that are not complete ones)."""
     data = json.loads(json.dumps(data))
@@ -127,6 +149,8 @@ RESHAPES = {
     "long_string_in_args": lambda d: (json.dumps(with_long_args(d)), with_long_args(d)),
     "ph_in_the_last_events_args": lambda d: (json.dumps(with_ph_in_last_args(d)),
                                              with_ph_in_last_args(d)),
+    "boundaries_in_names": lambda d: (json.dumps(with_boundaries_in_names(d)),
+                                      with_boundaries_in_names(d)),
     "events_lacking_ph": lambda d: (json.dumps(with_events_lacking_ph(d)),
                                     with_events_lacking_ph(d)),
 }
@@ -151,7 +175,7 @@ def test_reshaped_real_trace_reads_as_json_reads_it(tmp_path, real, reshape, chu
         original.metadata = {}
     assert facts_of(loaded) == facts_of(original)
     if reshape not in ("long_string_in_a_name", "top_level_array", "long_string_in_metadata",
-                       "ph_in_the_last_events_args"):  # these change what the trace holds
+                       "ph_in_the_last_events_args", "boundaries_in_names"):  # these change what the trace holds
         same_trace(loaded, original)
 
 
@@ -463,6 +487,34 @@ def test_time_grows_linearly_with_size(tmp_path, layout, monkeypatch):
     assert seconds[20_000] / max(seconds[5_000], 0.005) < 8, seconds
 
 
+def test_memory_does_not_grow_with_what_the_model_drops(tmp_path, monkeypatch):
+    """The text is read a window at a time: 4x the events that the model drops (flows,
+    counters, args it does not keep) cost the reader no more memory, at most 5% of the JSON
+    added. tracemalloc counts allocations, not the machine's load."""
+    import tracemalloc
+
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", 1 << 16)
+
+    def dropped(count: int) -> str:
+        events = [e for e in synthetic_events(count * 5 // 2) if e["ph"] != "X"]
+        big = {"Input Dims": [list(range(50))] * 4}
+        kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 10.0,
+                  "dur": 1.0, "args": big}
+        return json.dumps({"traceEvents": [kernel] + events + [{**kernel, "args": big}] * 200})
+
+    peaks, sizes = [], []
+    for count in (10_000, 40_000):
+        path = tmp_path / f"{count}.json"
+        path.write_text(dropped(count))
+        sizes.append(path.stat().st_size)
+        tracemalloc.start()
+        trace = load_trace(path)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert len(trace.events) == 201
+    assert peaks[1] - peaks[0] < (sizes[1] - sizes[0]) / 20, (peaks, sizes)
+
+
 def test_sorted_keys_read_fast(tmp_path):
     path = tmp_path / "sorted.json"
     path.write_text(json.dumps({"traceEvents": synthetic_events(20_000)}, sort_keys=True))
@@ -470,6 +522,46 @@ def test_sorted_keys_read_fast(tmp_path):
     trace = load_trace(path)
     assert time.perf_counter() - start < 5
     assert len(trace.events) == 12_000
+
+
+def test_args_of_any_json_type_read_as_json_reads_them(tmp_path):
+    """Only integer values of the kept keys are kept, whatever the args value is."""
+    values = [[], {"correlation": 5}, None, 3, "x", {"correlation": True, "stream": 7},
+              {"correlation": 1.0, "device": -2, "bytes": 10**30}, {"correlation": [1]}]
+    events = [{"ph": "X", "cat": cat, "name": "cudaLaunchKernel", "pid": 1, "tid": 2,
+               "ts": 1.0 + i, "dur": 2.0, "args": args}
+              for i, args in enumerate(values * 3) for cat in ("cuda_runtime", "kernel")]
+    data = {"traceEvents": events}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    same_trace(load_trace(path), build_trace(data, source=str(path)))
+
+
+COMMITTED = sorted(ROOT.glob("traces/**/*.json.gz"))
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_both_paths_give_the_same_model_of_every_committed_trace(path, decoder, monkeypatch):
+    if decoder == "stdlib":
+        pytest.skip("compared on the compiled run")
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", 1 << 12)  # the compiled path from 4 KB on
+    reads = []
+    read_run = compiled.Runs.read_run
+    monkeypatch.setattr(compiled.Runs, "read_run",
+                        lambda self, *a: reads.append(read_run(self, *a)) or reads[-1])
+    fast = load_trace(path)
+    assert any(reads)  # the compiled path read runs of this trace
+    monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")
+    reference = load_trace(path)
+    same_trace(fast, reference)
+    assert fast.skipped == reference.skipped == {}
+    assert facts_of(fast) == facts_of(reference)
+    lean = frozenset({"python", "cpu_op"})
+    monkeypatch.delenv(compiled.DECODER_ENV)
+    fast = load_trace(path, skip_kinds=lean)
+    monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")
+    reference = load_trace(path, skip_kinds=lean)
+    assert rows(fast) == rows(reference) and fast.skipped == reference.skipped
 
 
 def test_the_reader_imports_only_the_standard_library():

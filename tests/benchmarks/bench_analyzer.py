@@ -1,9 +1,13 @@
 """Time and peak memory of our analyzer against HTA's on one trace, each in a fresh process.
 
-    .venv/bin/python tests/benchmarks/bench_analyzer.py [TRACE] [--repeat N] [--analyzer PY]
+    .venv/bin/python tests/benchmarks/bench_analyzer.py [TRACE | --size MB] [--repeat N]
+        [--analyzer PY] [--baseline PY] [--no-hta]
 
-TRACE defaults to the largest .json.gz under traces/. Ours: `scripts/analyze.py --json TRACE`
-(`--analyzer` runs another copy of it, e.g. an older version, under the same conditions).
+TRACE defaults to the largest .json.gz under traces/; `--size MB` writes instead that trace's
+events repeated, each copy later, up to MB megabytes of JSON (tests/benchmarks/big_traces.py).
+Ours: `scripts/analyze.py --json TRACE` (`--analyzer` runs another copy of it, e.g. an older
+version, under the same conditions), with the compiled decoder where msgspec is installed and
+with the standard library's path alone (PROFILING_TRACE_DECODER=stdlib), both printed.
 HTA (holistictraceanalysis 0.5.0, default settings): load the trace, then its temporal breakdown,
 idle time breakdown and kernel launch statistics, the facts we report too. Wall time includes
 interpreter start and imports on both sides; peak memory is the child's maximum resident set.
@@ -16,6 +20,7 @@ runs made together.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -56,11 +61,11 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def measure(command: list[str]) -> Run:
+def measure(command: list[str], env: dict | None = None) -> Run:
     """Run a command to completion; its wall time and its own peak resident set size."""
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                             env=child_env())
+                             env={**child_env(), **(env or {})})
     stdout = child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
@@ -86,40 +91,85 @@ def summarize(runs: list[Run]) -> tuple[float, float, float]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", type=Path, nargs="?", help="default: the largest under traces/")
+    parser.add_argument("--size", type=float, metavar="MB",
+                        help="a trace of this many MB of JSON, made from the largest one")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (median time)")
     parser.add_argument("--analyzer", type=Path, default=ROOT / "scripts" / "analyze.py",
                         help="the analyze.py to time (default: this checkout's)")
+    parser.add_argument("--baseline", type=Path, metavar="PY",
+                        help="also time this analyze.py (e.g. an older version's, from `git "
+                             "archive REF scripts | tar -x -C DIR`) in the same runs")
+    parser.add_argument("--no-hta", action="store_true", help="ours only (HTA takes minutes "
+                        "and gigabytes on a gigabyte)")
     args = parser.parse_args(argv)
-    trace = (args.trace or largest_trace()).resolve()
-
-    ours_command = [sys.executable, str(args.analyzer), "--json", str(trace)]
     with tempfile.TemporaryDirectory() as folder:  # HTA reads every trace in a directory
-        shutil.copy(trace, folder)
-        hta_command = [sys.executable, "-c", HTA_SCRIPT, folder]
-        load_before = os.getloadavg()[0]
-        measure(ours_command), measure(hta_command)  # untimed: compiles, fills the page cache
-        ours, hta = [], []
-        for _ in range(args.repeat):  # alternating, so that both sides see the same load
-            ours.append(measure(ours_command))
-            hta.append(measure(hta_command))
-        load_after = os.getloadavg()[0]
+        if args.size:
+            trace = Path(folder) / f"repeated_{args.size:g}MB.json"
+            subprocess.run([sys.executable, str(ROOT / "tests/benchmarks/big_traces.py"),
+                            "repeat", str(trace), "--mb", str(args.size)], check=True)
+        else:
+            trace = (args.trace or largest_trace()).resolve()
+            shutil.copy(trace, folder)
+        run(args, trace, folder)
 
-    facts = json.loads(ours[0].stdout)
-    our_idle = (facts.get("temporal_breakdown") or {}).get("idle_pct")
-    hta_idle = json.loads(hta[0].stdout.strip().splitlines()[-1])["idle_pct"]
-    (our_wall, our_cpu, our_rss), (hta_wall, hta_cpu, hta_rss) = summarize(ours), summarize(hta)
-    print(f"trace: {trace.relative_to(ROOT) if trace.is_relative_to(ROOT) else trace} "
-          f"({trace.stat().st_size / 2**20:.1f} MiB, {facts['events']:,} complete events)")
+
+def run(args, trace: Path, folder: str) -> None:
+    ours_command = [sys.executable, str(args.analyzer), "--json", str(trace)]
+    hta_command = [sys.executable, "-c", HTA_SCRIPT, folder]
+    sides = {"ours": (ours_command, None),
+             "ours, stdlib": (ours_command, {"PROFILING_TRACE_DECODER": "stdlib"})}
+    if args.baseline:
+        sides["baseline"] = ([sys.executable, str(args.baseline), "--json", str(trace)], None)
+    if not args.no_hta:
+        sides["HTA"] = (hta_command, None)
+    load_before = os.getloadavg()[0]
+    for command, env in sides.values():  # untimed: compiles, fills the page cache
+        measure(command, env)
+    runs: dict[str, list[Run]] = {side: [] for side in sides}
+    for _ in range(args.repeat):  # in turns, so that every side sees the same load
+        for side, (command, env) in sides.items():
+            runs[side].append(measure(command, env))
+    load_after = os.getloadavg()[0]
+
+    facts = json.loads(runs["ours"][0].stdout)
+    megabytes = text_mb(trace)
+    print(f"trace: {trace.relative_to(ROOT) if trace.is_relative_to(ROOT) else trace.name} "
+          f"({trace.stat().st_size / 2**20:.1f} MiB on disk, {megabytes:.0f} MB of JSON, "
+          f"{facts['events']:,} complete events)")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}; median of {args.repeat} runs; load average "
           f"{load_before:.1f} before, {load_after:.1f} after")
-    print(f"{'':8}{'wall s':>9}{'CPU s':>9}{'peak MB':>10}{'idle %':>9}")
-    print(f"{'ours':8}{our_wall:9.2f}{our_cpu:9.2f}{our_rss:10.0f}{our_idle:9.2f}")
-    print(f"{'HTA':8}{hta_wall:9.2f}{hta_cpu:9.2f}{hta_rss:10.0f}{hta_idle:9.2f}")
-    print(f"HTA/ours wall time: {hta_wall / our_wall:.1f}x faster (aim: >= 10x)")
-    print(f"ours/HTA peak memory: {our_rss / hta_rss:.2f} (aim: <= 0.33)")
-    print("idle %: HTA rounds times to whole microseconds by default, we keep nanoseconds "
-          "(see docs/guide/analyze-your-trace.md)")
+    print(f"{'':14}{'wall s':>9}{'CPU s':>9}{'MB/s':>8}{'peak MB':>10}{'idle %':>9}")
+    summary = {side: summarize(found) for side, found in runs.items()}
+    for side, (wall, cpu, rss) in summary.items():
+        idle = _idle(side, runs[side][0].stdout)
+        print(f"{side:14}{wall:9.2f}{cpu:9.2f}{megabytes / wall:8.0f}{rss:10.0f}{idle:9.2f}")
+    if "HTA" in summary:
+        hta_wall, hta_cpu, hta_rss = summary["HTA"]
+        for side in [side for side in summary if side != "HTA"]:
+            wall, cpu, rss = summary[side]
+            print(f"HTA/{side} time: {hta_wall / wall:.1f}x wall, {hta_cpu / cpu:.1f}x CPU "
+                  f"(aim: >= 20x); {side}/HTA peak memory: {rss / hta_rss:.2f} (aim: <= 0.20)")
+        print("idle %: HTA rounds times to whole microseconds by default, we keep nanoseconds "
+              "(see docs/guide/analyze-your-trace.md)")
+    print("aim: >= 100 MB of JSON a second, peak under 1 GiB (MB/s: JSON MB over wall time, "
+          "interpreter start included; on a shared machine compare the CPU column)")
+
+
+def _idle(side: str, stdout: str) -> float:
+    if side == "HTA":
+        return json.loads(stdout.strip().splitlines()[-1])["idle_pct"]
+    return (json.loads(stdout).get("temporal_breakdown") or {}).get("idle_pct") or float("nan")
+
+
+def text_mb(path: Path) -> float:
+    """Megabytes of JSON (decompressed)."""
+    with path.open("rb") as head:
+        gzipped = head.read(2) == b"\x1f\x8b"
+    if not gzipped:
+        return path.stat().st_size / 1e6
+    with gzip.open(path, "rb") as stream:
+        return sum(iter(lambda: len(stream.read(1 << 24)), 0)) / 1e6
 
 
 if __name__ == "__main__":

@@ -1,0 +1,172 @@
+"""The optional compiled reading of a run of events: msgspec, where it is installed (the `fast`
+extra), decodes whole events of `scripts.parse`'s buffer into the same sink calls, 2-3x faster
+than the standard-library path. It is no second parser: `scripts.parse` cuts the text, calls
+`read_run`, and reads the run itself wherever this declines (returns None): text that msgspec
+refuses or reads otherwise than json (NaN, numbers past float's range, lone surrogates), values
+of unusual types (a name that is not a string, a time that is not a number, a missing pid) or
+a cut that is not between two events. The two paths give the same model (tests/test_parse.py
+reads every layout both ways). Off with PROFILING_TRACE_DECODER=stdlib; never in Pyodide.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from itertools import compress, repeat
+from operator import attrgetter, is_, not_
+
+DECODER_ENV = "PROFILING_TRACE_DECODER"  # "stdlib": the standard library's path only
+_ERRORS: tuple = ()
+
+
+# The phases of the trace-event format: an event of another (or none) is read by the standard
+# library's path.
+PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "R",
+          "c", "(", ")")
+
+
+class Runs:
+    """Decodes runs of whole events for one sink: its times-only categories, its kept args."""
+
+    def __init__(self, msgspec, times_only_cats: tuple[str, ...], kept_args: tuple[str, ...]):
+        from typing import Any, Union
+
+        unset = msgspec.UNSET
+        # No args object (msgspec takes no union with Raw): this one, told by identity.
+        self.absent = absent = msgspec.Raw(b"null")
+        tagged = {"tag_field": "ph"}
+        # A complete event: each field required (one missing: declined).
+        complete = msgspec.defstruct("Complete", [
+            ("cat", str), ("name", str), ("pid", Any), ("tid", Any), ("ts", float),
+            ("dur", float), ("args", msgspec.Raw, absent)], tag="X", **tagged)
+        # Metadata and instants: what the sink reads of them; the other phases: nothing.
+        shown = [(name, kind | msgspec.UnsetType, unset) for name, kind in (
+            ("cat", str), ("name", str), ("ts", float), ("pid", Any), ("tid", Any))]
+        shown.append(("args", msgspec.Raw, absent))
+        others = [msgspec.defstruct(f"Phase{i}", shown if ph in "MiI" else [], tag=ph, **tagged)
+                  for i, ph in enumerate(PHASES)]
+        self.complete = complete
+        self.shown = frozenset(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
+        self.events = msgspec.json.Decoder(list[Union[(complete, *others)]])
+        args = msgspec.defstruct("Args", [(f"a{i}", Any, msgspec.field(default=unset, name=key))
+                                          for i, key in enumerate(kept_args)])
+        self.args = msgspec.json.Decoder(list[args | None])
+        self.any = msgspec.json.Decoder()
+        self.astuple = msgspec.structs.astuple
+        self.unset = unset
+        self.times_only = frozenset(times_only_cats)
+        self.texts: dict[str, str] = {}  # one string object per name, category
+        self.ids: dict = {}  # one object per pid/tid
+
+    def read_run(self, text: str, sink) -> bool:
+        """Feed the events of `text` (a JSON array of whole events) to the sink; False, and
+        nothing fed, where the standard library's path must read it."""
+        try:
+            events = self.events.decode(text)
+        except _ERRORS:
+            return False
+        types = list(map(type, events))
+        if types.count(self.complete) == len(types):
+            xs, shown = events, []
+        else:  # picked a column at a time: no loop in Python over the flows
+            xs = list(compress(events, map(is_, types, repeat(self.complete))))
+            shown = list(compress(events, map(self.shown.__contains__, types)))
+        raws = list(map(self._raw, shown))
+        if None in raws:
+            return False
+        if xs and not self._add(xs, sink):
+            return False
+        if len(events) > len(xs) + len(raws):
+            sink.add_unread(len(events) - len(xs) - len(raws))
+        for raw in raws:
+            sink.add_raw(raw)
+        return True
+
+    def _add(self, xs: list, sink) -> bool:
+        """Complete events to the sink: those of times-only categories as times, the others
+        as columns (the order of the standard library's path). False if any is unusual."""
+        cats = list(map(attrgetter("cat"), xs))
+        texts = self.texts
+        cats = list(map(texts.setdefault, cats, cats))
+        timed = list(map(self.times_only.__contains__, set(cats)))
+        if any(timed):
+            times = list(map(self.times_only.__contains__, cats))
+            if all(times):
+                rest = []
+            else:
+                rest = list(compress(xs, map(not_, times)))
+                xs = list(compress(xs, times))
+                cats = list(compress(cats, times))
+            starts, durations = _times(xs)
+            sink.add_times(cats, starts, durations)
+            if not rest:
+                return True
+            xs = rest
+            cats = list(map(attrgetter("cat"), xs))
+            cats = list(map(texts.setdefault, cats, cats))
+        names, pids, tids, args = (list(map(attrgetter(field), xs))
+                                   for field in ("name", "pid", "tid", "args"))
+        absent = self.absent
+        args = [None if found is absent else found for found in args]
+        if not {int, str}.issuperset(set(map(type, pids)) | set(map(type, tids))):
+            return False  # floats and bools equal ints: not interned together
+        ids = self.ids
+        names = list(map(texts.setdefault, names, names))
+        pids = list(map(ids.setdefault, pids, pids))
+        tids = list(map(ids.setdefault, tids, tids))
+        starts, durations = _times(xs)
+        sink.add_columns(cats, names, pids, tids, starts, durations, args, self.read_args)
+        return True
+
+    def read_args(self, raws: list) -> list:
+        """The kept args' values of these args objects (tuples), None for one that is null or
+        not an object (no args kept, as `json` then reads it)."""
+        try:
+            decoded = self.args.decode(b"[" + b",".join(raws) + b"]")
+        except _ERRORS:  # an args value that is not an object: one by one
+            decoded = list(map(self._args_or_none, raws))
+        astuple = self.astuple
+        return [None if found is None else astuple(found) for found in decoded]
+
+    def _args_or_none(self, raw):
+        try:
+            return self.args.decode(b"[" + raw + b"]")[0]
+        except _ERRORS:
+            return None
+
+    def _raw(self, event) -> dict | None:
+        """A metadata or instant event as the dict the sink reads (its fields, args decoded)."""
+        raw = {"ph": event.__struct_config__.tag}
+        for field in ("cat", "name", "ts", "pid", "tid"):
+            value = getattr(event, field)
+            if value is not self.unset:
+                raw[field] = value
+        if event.args is not self.absent:
+            try:
+                raw["args"] = self.any.decode(event.args)
+            except _ERRORS:
+                return None
+        return raw
+
+
+def _times(xs: list) -> tuple[list[float], list[float]]:
+    starts, durations = list(map(attrgetter("ts"), xs)), list(map(attrgetter("dur"), xs))
+    if min(durations) <= 0:
+        durations = list(map(max, repeat(0.0), durations))
+    return starts, durations
+
+
+def runs_for(sink) -> Runs | None:
+    """A compiled decoder for this sink, or None: not installed, turned off, or in Pyodide."""
+    global _ERRORS
+    if os.environ.get(DECODER_ENV, "").strip().lower() == "stdlib" or sys.platform == "emscripten":
+        return None
+    if getattr(sink, "keep_args", None):  # whole args of some kinds: only the stdlib path keeps them
+        return None
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    _ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeError, ValueError,
+               RecursionError)
+    return Runs(msgspec, sink.times_only_cats, sink.kept_args)
