@@ -420,3 +420,46 @@ def decode_bytes_per_token(weights: int, layers: int, kv_heads: int, head_dim: i
     """What one decode step at batch 1 must read at least: every weight once, and the keys and
     values of every earlier token in every layer."""
     return weights * size + 2 * layers * kv_heads * head_dim * context * size
+
+
+# --- the exercises --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PeakPlace:
+    """Where the [memory] events' peak falls: the op, the step and the phase annotation around it."""
+
+    device: str
+    bytes: int
+    op: str | None
+    step: str | None
+    phase: str | None  # forward, backward or optimizer (the snippet's labels)
+
+
+def peak_place(run, phases: tuple[str, ...] = ("forward", "backward", "optimizer")) -> PeakPlace:
+    facts = memory_facts(run.trace)
+    d = max(facts.devices, key=lambda d: (d.device.startswith("cuda"), d.peak_allocated))
+    at = d.peak_us
+    steps = [s.name for s in run.trace.steps if s.ts <= at < s.end]
+    labels = [a.name for a in run.trace.by_kind.get("annotation", []) if a.name in phases and a.ts <= at <= a.end]
+    return PeakPlace(d.device, d.peak_allocated, d.peak_op, steps[0] if steps else None, labels[0] if labels else None)
+
+
+@dataclass(frozen=True)
+class Frequent:
+    name: str
+    per_step: float  # launches of it per recorded step
+    kinds: int  # distinct kernel names launched in the label per step
+
+
+def most_launched(run, label: str) -> Frequent:
+    """The kernel launched most often inside `label`, over the recorded steps."""
+    trace = run.trace
+    spans = [a for a in trace.by_kind.get("annotation", []) if a.name == label]
+    counts: dict[str, int] = {}
+    for act in trace.gpu_activities:
+        launch = trace.launch_of(act)
+        if launch is not None and any(s.ts <= launch.ts <= s.end and s.tid == launch.tid for s in spans):
+            counts[act.name] = counts.get(act.name, 0) + 1
+    name = max(counts, key=lambda n: (counts[n], n))
+    return Frequent(name, counts[name] / max(len(trace.steps), 1), len(counts))
