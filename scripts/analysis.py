@@ -795,7 +795,9 @@ def _trace_tags(f: TraceFacts) -> str:
 
 
 def _ms(us: float) -> str:
-    return f"{us / 1000:,.1f} ms" if us >= 1000 else f"{us:,.1f} us"
+    from .pages import format_us  # the one duration formatter; pages imports this module's names lazily too
+
+    return format_us(us)
 
 
 def _window_lines(w: WindowFacts) -> list[str]:

@@ -26,13 +26,24 @@ class Example:
     snippet: str  # file stem under snippets/
     tag: str  # output stem the snippet writes: {tag}.json and {tag}.txt
     args: tuple[str, ...] = ()
-    # Fresh processes the refresh runs: the first gives the artifacts shown, every later one a
-    # per-step digest in samples_path (scripts/samples.py), for claims about noisy timings.
+    # Runs per refresh: the first gives the artifacts shown, every later one a per-step digest in
+    # samples_path (scripts/samples.py), for claims about noisy timings.
     repeats: int = 1
     extras: tuple[str, ...] = ()  # kinds of EXTRAS the snippet writes, each required
     # GPUs the run needs, one rank (process) each; with more than one the snippet writes one trace
     # and one table per rank ({tag}_rank{r}). A machine with fewer skips it (scripts/freeze.py).
     gpus: int = 1
+    # Whether the start of the process is part of what the example shows (its first steps, the
+    # profiler's first session, a compile inside the recorded steps). A cold example's repeats are
+    # fresh processes, each with its own CUDA context and an empty compile cache; a warm one's run
+    # again in the process of its first run (already warm, as the example is about), sharing the
+    # refresh's compile cache: see REPEATS below.
+    cold: bool = False
+
+    @property
+    def repeats_in(self) -> str:
+        """Where the runs after the first happen: "processes" (fresh) or "one process"."""
+        return "processes" if self.cold or self.repeats == 1 else "one process"
 
     @property
     def key(self) -> str:
@@ -93,13 +104,21 @@ class Example:
         return " ".join(["uv run", f"snippets/{self.snippet}.py", *self.args])
 
 
-# Fresh processes for the examples whose claims compare timings at the microsecond scale where
-# the start of a process is part of the subject (issue 10): one sample per example decided a
-# cold/warm claim that flipped between two refreshes of one commit. Comparisons of steady-state
-# GPU work (Part 3's SDPA backends, Part 4's eager decode against its CUDA graph, the sweep's
-# modes) are repeated inside one process instead, by their recorded steps and tokens.
+# Repeated runs for the examples whose claims compare timings at the microsecond scale (issue 10):
+# one sample per example decided a cold/warm claim that flipped between two refreshes of one
+# commit. Where the start of a process is the subject (cold examples: Part 1's cold runs and the
+# Activity Buffer Request, Part 2's cold Linear), each run is a fresh process. A warm example is
+# about the steady state after its own warm-up: its repeats run the snippet again in the process
+# of its first run (a new profiler session, the same warm-up first), which is what "warm" means,
+# at a fraction of a process's cost (each forked run still starts CUDA, cuBLAS and CUPTI: 4 s on
+# our H200). Comparisons of steady-state GPU work (Part 3's SDPA backends, the sweep's modes) are
+# repeated by their recorded steps in one run. So is Part 4: its claims compare decode steps of
+# milliseconds (eager against the static cache against the CUDA graph, cuDNN's first call of a
+# step against its others, tokens per second across batch sizes), each after its own warm-up
+# tokens, five or three recorded per batch size; no claim there is about a process's start, and a
+# process repeat would add 3 to 43 s per example for samples the steps already give.
 # Three runs: the fewest that a comparison decides on (scripts/claims.MIN_SAMPLES); five made the
-# refresh of Part 1 alone take 330 s on an H200, as each forked run still starts CUDA and CUPTI.
+# refresh of Part 1 alone take 330 s on an H200.
 REPEATS = 3
 
 
@@ -119,7 +138,7 @@ def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype:
     if schedule:
         args += ["--schedule", schedule]
         tag += "_s" + schedule.replace(",", "-")
-    return Example("01_matmul_add", tag, tuple(args), repeats)
+    return Example("01_matmul_add", tag, tuple(args), repeats, cold=not warm)
 
 
 PART1 = (
@@ -148,7 +167,7 @@ def _linear(*, warm: bool, compiled: bool) -> Example:
     tag = f"linear_b1024_32x64_bf16_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
     # Repeated: the four runs' steps side by side (is the first recorded step the longest, with
     # --warmup or without?) and the warm compiled step against the warm eager one.
-    return Example("02_linear", tag, tuple(args), REPEATS)
+    return Example("02_linear", tag, tuple(args), REPEATS, cold=not warm)
 
 
 def _mlp(snippet: str, impl: str, *extra: str) -> Example:
@@ -275,6 +294,16 @@ EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + 
 # neither checks their artifacts nor asks for them to be shown. The post that shows one moves it
 # into EXAMPLES.
 PENDING: tuple[Example, ...] = ()
+
+# The refresh's report splits its time by these.
+PHASES = {"Part 1": PART1, "sweep": SWEEP, "Part 2": PART2, "Part 3": PART3, "Part 4": PART4, "guide": GUIDE,
+          "Part 5": PART5_MEMORY + PART5, "Part 6": PART6}
+
+
+def phase_of(example: Example) -> str:
+    """The part of the series an example belongs to (its snippet's name if in none)."""
+    return next((name for name, examples in PHASES.items() if example in examples), example.snippet)
+
 
 _BY_KEY = {example.key: example for example in EXAMPLES + PENDING}
 

@@ -3,7 +3,8 @@
 Started by scripts/runner.py as `python scripts/forkserver.py` with the interpreter that runs the
 snippets; never imported by the package (standard library and torch only). Three levels:
 
-- the root imports torch without initializing CUDA, then waits for requests;
+- the root imports torch without initializing CUDA (and the modules named on its command line,
+  where it can: what every run imports before it records), then waits for requests;
 - per snippet, a zygote forked from the root runs the snippet's own top-level import statements
   (and any module the request names), so its children start with exactly what that snippet
   imports: transformers is never loaded beside Part 1's snippet;
@@ -21,10 +22,18 @@ root:   -> {"ready": true, "pid", "torch"} or {"refused": reason}
         {"op": "zygote", "script", "preload"} -> (the zygote's replies) ... {"zygote_exit": code}
         {"op": "quit"}
 zygote: -> {"ready": true, "pid"} or {"refused": reason}, then exits
-        {"op": "run", "argv", "cwd", "stdout", "stderr", "timeout_s"}
+        {"op": "run", "argv", "cwd", "stdout", "stderr", "timeout_s"[, "more", "env", "times"]}
             -> {"pid"}, then {"exit": code, "wall_s", "timed_out"} (code < 0: killed by a signal)
             or {"refused": reason} when CUDA is initialized in the zygote
         {"op": "end"}
+
+A run's optional fields: `more`, further argument lists that the same child runs after `argv`, one
+after the other (a warm example's repeats: its steps again in a process already warm); `env`,
+variables set in the child (a per-refresh compile cache); `times`, a file where the child writes
+the seconds each of its runs took, as a JSON list, after each.
+
+`python scripts/forkserver.py --sequence SCRIPT REQUEST_JSON` does what such a child does in a fresh
+interpreter (the isolated runner's path for a job of several runs).
 """
 
 import os
@@ -37,6 +46,7 @@ if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.a
 
 import ast  # noqa: E402
 import atexit  # noqa: E402
+import gc  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 import runpy  # noqa: E402
@@ -125,6 +135,11 @@ def root() -> None:
     except BaseException as error:  # noqa: BLE001 - any failure is reported, the runner falls back
         send({"refused": f"cannot import torch: {last_line(error)}"})
         return
+    for name in sys.argv[1:]:  # what every run would import before recording (the runner says)
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a run imports it itself, or never needs it
+            pass
     if cuda_initialized():
         send({"refused": "importing torch initialized CUDA"})
         return
@@ -233,8 +248,10 @@ def _kill_group(pid: int) -> None:
 
 
 def child(script: str, request: dict) -> int:
-    """Run the snippet as `python script *argv` would, and return its exit code."""
-    os.close(REPLIES)
+    """Run the snippet as `python script *argv` would (then as often again as `more` says, in this
+    process), and return the exit code."""
+    if REPLIES >= 0:
+        os.close(REPLIES)
     os.chdir(request["cwd"])
     for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
                             (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
@@ -246,15 +263,26 @@ def child(script: str, request: dict) -> int:
         os.environ.pop(NVML_CHECK, None)
     else:
         os.environ[NVML_CHECK] = _NVML_BEFORE
-    sys.argv = [script, *request["argv"]]
-    code = 0
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as done:
-        code = exit_code(done.code)
-    except BaseException:  # noqa: BLE001 - reported as the interpreter would, then exit 1
-        sys.excepthook(*sys.exc_info())
-        code = 1
+    os.environ.update(request.get("env") or {})
+    code, times = 0, []
+    for argv in [request["argv"], *request.get("more", ())]:
+        if times:
+            gc.collect()  # the previous run's objects go now, not inside the next one's steps
+        sys.argv = [script, *argv]
+        started = time.perf_counter()
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as done:
+            code = exit_code(done.code)
+        except BaseException:  # noqa: BLE001 - reported as the interpreter would, then exit 1
+            sys.excepthook(*sys.exc_info())
+            code = 1
+        times.append(time.perf_counter() - started)
+        if request.get("times"):
+            with open(request["times"], "w") as handle:
+                json.dump(times, handle)
+        if code:
+            break  # a failed run ends the sequence, as a failed process would
     # What the interpreter does on its way out: wait for threads, run atexit, flush.
     try:
         getattr(threading, "_shutdown", lambda: None)()
@@ -275,9 +303,17 @@ def exit_code(code) -> int:
     return 1
 
 
+def sequence(script: str, request: dict) -> int:
+    """A child's work in this fresh interpreter (no server): sys.path as `python script` has it."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    return child(script, request)
+
+
 def main() -> None:
     global REPLIES, _NVML_BEFORE
     _NVML_BEFORE = os.environ.get(NVML_CHECK)
+    if sys.argv[1:2] == ["--sequence"]:
+        os._exit(sequence(sys.argv[2], json.loads(sys.argv[3])))  # as a forked child ends
     os.environ[NVML_CHECK] = "1"
     REPLIES = os.dup(1)
     os.dup2(2, 1)

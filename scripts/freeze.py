@@ -60,6 +60,7 @@ def inputs_of(example: Example) -> dict:
         "freeze_format": FREEZE_FORMAT,
         # Only when repeated, so that the examples run once keep the hash they had.
         **({"repeats": example.repeats} if example.repeats > 1 else {}),
+        **({"repeats_in": example.repeats_in} if example.repeats_in != "processes" else {}),
     }
 
 
@@ -96,6 +97,8 @@ def status(example: Example) -> Status:
         return Status(example, "stale", f"its arguments changed from '{was}' to '{now}'")
     if recorded.repeats != current.get("repeats", 1):
         return Status(example, "stale", f"its repeats changed from {recorded.repeats} to {example.repeats}")
+    if recorded.repeats_in != current.get("repeats_in", "processes"):
+        return Status(example, "stale", f"its repeats now run in {example.repeats_in}, not {recorded.repeats_in}")
     for name, digest in meta.outputs.items():
         path = example.folder / name
         try:
@@ -275,17 +278,60 @@ class RunResult:
     error: str = ""
     wall_time_s: float = 0.0  # of the first run, the one whose artifacts are shown
     total_s: float = 0.0  # every run of the example, sanitizing included
+    processes_s: float = 0.0  # of which in the runner, making and running its processes (the rest: sanitizing, digests)
 
 
 # What a compiled run imports at its first torch.compile (seconds of Python, before any recorded
 # step): a fork server imports it once, for the compiled runs of a snippet only, so that the
-# eager children carry no compiler for their garbage collector to walk.
+# eager children carry no more compiler than a profiled process loads anyway (below).
 COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
+# What torch.profiler imports in every process, compiled or not, when it prepares its first trace
+# (`hasattr(torch, "_inductor")` imports Inductor, its config, Dynamo and sympy: 3 s on a CPU
+# machine, about 2 s of every eager run on the H200, where a compiled run, whose fork server had
+# imported them, took 2.0 s against 4.4 s eager). It happens before anything is recorded, also
+# when the schedule starts recording at once (prepare comes before start), so the fork server
+# imports it once, beside torch, where torch has it.
+PROFILER_MODULES = ("torch._inductor.config",)
+
+
+def compiles(example: Example) -> bool:
+    """Whether the example's run calls torch.compile (the sweep compiles unless told otherwise)."""
+    return "--compile" in example.args or (example.snippet == "01_matmul_add_sweep" and "--modes" not in example.args)
 
 
 def preloaded(example: Example) -> tuple[str, ...]:
     """The modules a fork server imports for this example beside its snippet's own imports."""
-    return COMPILER_MODULES if "--compile" in example.args else ()
+    return COMPILER_MODULES if compiles(example) else ()
+
+
+class CompileCache:
+    """Where torch.compile (Inductor, Triton) keeps what it compiled during one refresh: a
+    directory made for the refresh and removed after it, so that no refresh starts from what an
+    earlier one, or another torch, compiled. Warm examples share it: their compiles happen in their
+    warm-up, outside the recorded steps, and a warm example's repeats compile nothing new. A cold
+    example gets an empty one per process, so that a compile inside its recorded steps is a first
+    compile every time. `CompileCache(None)` sets nothing (a run outside a refresh)."""
+
+    def __init__(self, root: Path | None):
+        self.root = root
+        self._cold = 0
+
+    @staticmethod
+    def _variables(folder: Path) -> tuple[tuple[str, str], ...]:
+        return (("TORCHINDUCTOR_CACHE_DIR", str(folder)), ("TRITON_CACHE_DIR", str(folder / "triton")))
+
+    def shared(self) -> dict[str, str]:
+        """The variables for every process of the refresh, the fork server's imports included."""
+        return dict(self._variables(self.root / "shared")) if self.root else {}
+
+    def env(self, example: Example) -> tuple[tuple[str, str], ...]:
+        """The variables for one process running `example`."""
+        if self.root is None:
+            return ()
+        if not example.cold:
+            return self._variables(self.root / "shared")
+        self._cold += 1
+        return self._variables(self.root / f"cold-{self._cold}")
 
 
 @dataclass
@@ -297,58 +343,79 @@ class _Run:
     mode: str = "isolated"  # how its process was made (scripts.runner.Outcome.mode)
     outputs: dict[str, bytes] = field(default_factory=dict)
     trace: dict | None = None  # the sanitized trace (None where the example was unavailable)
+    runner_s: float = 0.0  # in the runner: its process made (a fork server's switch of imports) and run
 
 
-def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True) -> _Run:
-    """Run the snippet once; without `artifacts`, keep only the sanitized trace (a repeat)."""
+def _run_once(example: Example, run, timeout_s: float, *, artifacts: bool = True, runs: int = 1,
+              env: tuple[tuple[str, str], ...] = ()) -> list[_Run]:
+    """Run the snippet in one process, `runs` times one after the other (a warm example's repeats),
+    each run sanitized: the first with its artifacts (unless not `artifacts`), the others keeping
+    only their trace. One _Run with the error when the process failed."""
     with tempfile.TemporaryDirectory(prefix="freeze-") as tmp:
-        out_dir = Path(tmp) / "out"
-        out_dir.mkdir()
+        out_dirs = [Path(tmp) / f"out{n}" for n in range(runs)]
+        for out_dir in out_dirs:
+            out_dir.mkdir()
         stderr = Path(tmp) / "stderr.txt"
-        job = runners.Job(example.script, (*example.args, "--trace_dir", str(out_dir)), ROOT,
-                          Path(tmp) / "stdout.txt", stderr, timeout_s, preloaded(example))
+        argv = [(*example.args, "--trace_dir", str(out_dir)) for out_dir in out_dirs]
+        job = runners.Job(example.script, argv[0], ROOT, Path(tmp) / "stdout.txt", stderr, timeout_s * runs,
+                          preloaded(example), more=tuple(argv[1:]), env=env,
+                          times=Path(tmp) / "times.json" if runs > 1 else None)
+        started = time.perf_counter()
         done = run.run(job)
-        wall, mode = done.wall_time_s, done.mode
+        wall, mode, runner_s = done.wall_time_s, done.mode, time.perf_counter() - started
         if done.timed_out:
-            return _Run(f"timed out after {timeout_s:g} s", wall)
+            return [_Run(f"timed out after {timeout_s * runs:g} s", wall, runner_s=runner_s)]
         if done.error:
-            return _Run(done.error, wall)
+            return [_Run(done.error, wall, runner_s=runner_s)]
         if done.returncode != 0:
-            return _Run(f"exit {done.returncode}: {_last_line(stderr.read_text(errors='replace'))}", wall)
-        unavailable = out_dir / example.unavailable_path.name
-        if unavailable.exists():
-            # The snippet says what it cannot do here; that reason is the frozen result.
-            reason = Scrubber.for_this_machine(out_dir).scrub(_last_line(unavailable.read_text()))
-            return _Run(wall_time_s=wall, mode=mode, outputs={example.unavailable_path.name: (reason + "\n").encode()})
-        expected = [out_dir / f"{stem}{suffix}" for stem in example.stems for suffix in (".json", ".txt")]
-        if not all(path.exists() for path in expected):
-            wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
-            names = " and ".join(f"{stem}.json and .txt" for stem in example.stems)
-            return _Run(f"expected {names}, the snippet wrote {wrote}", wall)
-        scrubber = Scrubber.for_this_machine(out_dir)
-        sanitized = {}  # stem -> (trace, table): one of each per rank
-        for stem in example.stems:
-            trace = sanitize_trace(json.loads((out_dir / f"{stem}.json").read_text()), f"{stem}.json", scrubber)
-            table = scrubber.scrub((out_dir / f"{stem}.txt").read_text())
-            leaks = scrubber.leaks(trace, TRACE_NUMBER_KEYS) + scrubber.leaks(table)
-            if leaks:
-                return _Run(f"the sanitizer left a machine path or name: {leaks[0][:120]!r}", wall)
-            sanitized[stem] = trace, table
-        trace = sanitized[example.stems[0]][0]  # a repeat's digest reads the first rank's
-        extras = {}
-        for kind, path in (example.extra_paths if artifacts else {}).items():
+            which = f"run {len(done.times_s)} of {runs}: " if runs > 1 and done.times_s else ""
+            return [_Run(f"{which}exit {done.returncode}: {_last_line(stderr.read_text(errors='replace'))}", wall,
+                         runner_s=runner_s)]
+        # The first run's wall time is the process's, less the runs after it.
+        times = [wall - sum(done.times_s[1:]), *done.times_s[1:]] if len(done.times_s) == runs > 1 else [wall] * runs
+        return [_collect(example, out_dir, artifacts and n == 0,
+                         _Run(wall_time_s=time_s, mode=mode, runner_s=runner_s if n == 0 else 0.0))
+                for n, (out_dir, time_s) in enumerate(zip(out_dirs, times))]
+
+
+def _collect(example: Example, out_dir: Path, artifacts: bool, done: _Run) -> _Run:
+    """One run's outputs from out_dir, sanitized, into `done` (or why there are none)."""
+    unavailable = out_dir / example.unavailable_path.name
+    if unavailable.exists():
+        # The snippet says what it cannot do here; that reason is the frozen result.
+        reason = Scrubber.for_this_machine(out_dir).scrub(_last_line(unavailable.read_text()))
+        done.outputs = {example.unavailable_path.name: (reason + "\n").encode()}
+        return done
+    expected = [out_dir / f"{stem}{suffix}" for stem in example.stems for suffix in (".json", ".txt")]
+    if not all(path.exists() for path in expected):
+        wrote = ", ".join(sorted(p.name for p in out_dir.iterdir())) or "nothing"
+        names = " and ".join(f"{stem}.json and .txt" for stem in example.stems)
+        done.error = f"expected {names}, the snippet wrote {wrote}"
+        return done
+    scrubber = Scrubber.for_this_machine(out_dir)
+    sanitized = {}  # stem -> (trace, table): one of each per rank
+    for stem in example.stems:
+        trace = sanitize_trace(json.loads((out_dir / f"{stem}.json").read_text()), f"{stem}.json", scrubber)
+        table = scrubber.scrub((out_dir / f"{stem}.txt").read_text())
+        leaks = scrubber.leaks(trace, TRACE_NUMBER_KEYS) + scrubber.leaks(table)
+        if leaks:
+            done.error = f"the sanitizer left a machine path or name: {leaks[0][:120]!r}"
+            return done
+        sanitized[stem] = trace, table
+    done.trace = sanitized[example.stems[0]][0]  # a repeat's digest reads the first rank's
+    if artifacts:
+        outputs = {}
+        for stem, (one_trace, table) in sanitized.items():
+            outputs[f"{stem}.json.gz"] = gzip_reproducibly(json.dumps(one_trace, separators=(",", ":")).encode())
+            outputs[f"{stem}.txt"] = table.encode()
+        for kind, path in example.extra_paths.items():
             try:
-                extras[path.name] = _frozen_extra(example, kind, out_dir, scrubber)
+                outputs[path.name] = _frozen_extra(example, kind, out_dir, scrubber)
             except ExtraError as err:
-                return _Run(str(err), wall)
-    if not artifacts:
-        return _Run(wall_time_s=wall, mode=mode, trace=trace)
-    outputs = {}
-    for stem, (one_trace, table) in sanitized.items():
-        outputs[f"{stem}.json.gz"] = gzip_reproducibly(json.dumps(one_trace, separators=(",", ":")).encode())
-        outputs[f"{stem}.txt"] = table.encode()
-    outputs.update(extras)
-    return _Run(wall_time_s=wall, mode=mode, outputs=outputs, trace=trace)
+                done.error = str(err)
+                return done
+        done.outputs = outputs
+    return done
 
 
 def _frozen_extra(example: Example, kind: str, out_dir: Path, scrubber: Scrubber) -> bytes:
@@ -366,29 +433,38 @@ def _frozen_extra(example: Example, kind: str, out_dir: Path, scrubber: Scrubber
 
 
 def run_example(example: Example, python: str, environment: dict, *, runner=None,
-                timeout_s: float = runners.DEFAULT_TIMEOUT_S) -> RunResult:
-    """Run one example `example.repeats` times, each in a fresh process (through `runner`, by
-    default a fresh interpreter), and return the first run's sanitized artifacts with the other
-    runs' digests (nothing written)."""
+                timeout_s: float = runners.DEFAULT_TIMEOUT_S, compile_cache: CompileCache | None = None) -> RunResult:
+    """Run one example `example.repeats` times (through `runner`, by default a fresh interpreter per
+    process): a cold example in as many fresh processes, a warm one in one process. Return the first
+    run's sanitized artifacts with the other runs' digests (nothing written)."""
     started = time.perf_counter()
     run = runner or runners.Isolated(python)
-    first = _run_once(example, run, timeout_s)
+    cache = compile_cache or CompileCache(None)
+    in_one = example.repeats_in == "one process"
+    runs = _run_once(example, run, timeout_s, runs=example.repeats if in_one else 1, env=cache.env(example))
+    first = runs[0]
+    processes_s = sum(r.runner_s for r in runs)
     if first.error:
         return RunResult(example, error=first.error, wall_time_s=first.wall_time_s,
-                         total_s=time.perf_counter() - started)
+                         total_s=time.perf_counter() - started, processes_s=processes_s)
     outputs = dict(first.outputs)
     if first.trace is not None and example.repeats > 1:
         digests = []
         for number in range(2, example.repeats + 1):
-            again = _run_once(example, run, timeout_s, artifacts=False)
+            if in_one:
+                again = runs[number - 1]
+            else:
+                again = _run_once(example, run, timeout_s, artifacts=False, env=cache.env(example))[0]
+                processes_s += again.runner_s
             error = again.error or ("" if again.trace is not None else "it was unavailable this time")
             if error:
                 return RunResult(example, error=f"run {number} of {example.repeats}: {error}",
-                                 wall_time_s=first.wall_time_s, total_s=time.perf_counter() - started)
+                                 wall_time_s=first.wall_time_s, total_s=time.perf_counter() - started,
+                                 processes_s=processes_s)
             digests.append({"wall_time_s": round(again.wall_time_s, 2), **samples_of(build_trace(again.trace))})
         outputs[example.samples_path.name] = (json.dumps(samples_file(digests), separators=(",", ":")) + "\n").encode()
     result = _frozen(example, outputs, environment, first.wall_time_s, first.mode)
-    result.total_s = time.perf_counter() - started
+    result.total_s, result.processes_s = time.perf_counter() - started, processes_s
     return result
 
 
@@ -433,6 +509,30 @@ def write_artifacts(result: RunResult) -> None:
 SLOWEST_SHOWN = 5
 
 
+def report(results: list[RunResult], total_s: float, setup_s: float, writing_s: float) -> list[str]:
+    """The refresh's time: in all, by phase (runner start, each part of the series, writing), and
+    its slowest examples; a part's time splits into its processes' and the sanitizing and digests'."""
+    from .catalog import phase_of
+
+    lines = [f"refresh wall time: {total_s:.1f} s"]
+    phases: dict[str, list[RunResult]] = {}
+    for result in results:
+        phases.setdefault(phase_of(result.example), []).append(result)
+    width = max([len(name) for name in phases] + [len("runner start")])
+    lines.append(f"  {'runner start':<{width}} {setup_s:6.1f} s  (the fork server's imports, the environment probe)")
+    for name, members in phases.items():
+        spent = sum(r.total_s for r in members)
+        runs = sum(r.example.repeats for r in members)
+        count = sum(1 if r.example.repeats_in == "one process" else r.example.repeats for r in members)
+        running = sum(r.processes_s for r in members)
+        lines.append(f"  {name:<{width}} {spent:6.1f} s  ({len(members)} example(s), {runs} run(s) in {count} "
+                     f"process(es): running {running:.1f} s, sanitizing and digests {spent - running:.1f} s)")
+    lines.append(f"  {'writing':<{width}} {writing_s:6.1f} s")
+    slowest = sorted(results, key=lambda r: -r.total_s)[:SLOWEST_SHOWN]
+    lines.append("  slowest: " + ", ".join(f"{r.example.key} {r.total_s:.1f} s" for r in slowest))
+    return lines
+
+
 def refresh(examples: list[Example], python: str, *, keep_going: bool = False, log=print,
             timeout_s: float = runners.DEFAULT_TIMEOUT_S, isolated: bool = False) -> int:
     """Run the examples (each run killed after timeout_s); write their artifacts only if all
@@ -445,21 +545,29 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
     examples = fitting
     packages = sorted({name for example in examples for name in snippet_dependencies(example)})
     results = []
-    with runners.open_runner(python, isolated=isolated, log=log) as run:
-        log(f"runner: {run.kind}")
-        environment = probe_environment(python, packages, run)
-        runs = sum(example.repeats for example in examples)
-        log(f"refreshing {len(examples)} example(s), {runs} run(s), with torch {environment['torch']} on "
-            f"{environment['gpu'] or 'CPU'}")
-        # A snippet's eager runs, then its compiled ones: a fork server then switches between
-        # the two sets of imports once per snippet. Each run is a fresh process, in any order.
-        first_seen = {snippet: n for n, snippet in enumerate(dict.fromkeys(e.snippet for e in examples))}
-        for example in sorted(examples, key=lambda e: (first_seen[e.snippet], bool(preloaded(e)))):
-            result = run_example(example, python, environment, runner=run, timeout_s=timeout_s)
-            repeated = f"; {example.repeats} runs, {result.total_s:.1f} s in all" if example.repeats > 1 else ""
-            log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s{repeated})"
-                + (f": {result.error}" if result.error else ""))
-            results.append(result)
+    with tempfile.TemporaryDirectory(prefix="refresh-compile-", ignore_cleanup_errors=True) as cache_root:
+        cache = CompileCache(Path(cache_root))
+        with runners.open_runner(python, isolated=isolated, log=log, env=cache.shared(),
+                                 imports=PROFILER_MODULES) as run:
+            log(f"runner: {run.kind}")
+            environment = probe_environment(python, packages, run)
+            setup_s = time.perf_counter() - started
+            processes = sum(1 if e.repeats_in == "one process" else e.repeats for e in examples)
+            runs = sum(example.repeats for example in examples)
+            log(f"refreshing {len(examples)} example(s), {runs} run(s) in {processes} process(es), with torch "
+                f"{environment['torch']} on {environment['gpu'] or 'CPU'}")
+            # A snippet's eager runs, then its compiled ones: a fork server then switches between
+            # the two sets of imports once per snippet. Each example starts a fresh process.
+            first_seen = {snippet: n for n, snippet in enumerate(dict.fromkeys(e.snippet for e in examples))}
+            for example in sorted(examples, key=lambda e: (first_seen[e.snippet], bool(preloaded(e)))):
+                result = run_example(example, python, environment, runner=run, timeout_s=timeout_s,
+                                     compile_cache=cache)
+                repeated = (f"; {example.repeats} runs in {example.repeats_in}, {result.total_s:.1f} s in all"
+                            if example.repeats > 1 else "")
+                log(f"  {'FAILED' if result.error else 'ok    '} {example.key} ({result.wall_time_s:.1f} s{repeated})"
+                    + (f": {result.error}" if result.error else ""))
+                results.append(result)
+    writing = time.perf_counter()
     failed = [r for r in results if r.error]
     succeeded = [r for r in results if not r.error]
     if failed and not keep_going:
@@ -469,7 +577,7 @@ def refresh(examples: list[Example], python: str, *, keep_going: bool = False, l
             write_artifacts(result)
         log(f"wrote {len(succeeded)} example(s) under traces/"
             + (f"; failed: {', '.join(r.example.key for r in failed)}" if failed else ""))
-    slowest = sorted(results, key=lambda r: -r.total_s)[:SLOWEST_SHOWN]
-    log(f"refresh wall time: {time.perf_counter() - started:.1f} s; slowest: "
-        + ", ".join(f"{r.example.key} {r.total_s:.1f} s" for r in slowest))
+    done = time.perf_counter()
+    for line in report(results, done - started, setup_s, done - writing):
+        log(line)
     return len(failed)

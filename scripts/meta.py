@@ -64,13 +64,18 @@ class Inputs:
     snippet_sha256: str
     args: tuple[str, ...]
     freeze_format: int
-    repeats: int = 1  # fresh processes per refresh; recorded only when more than one
+    repeats: int = 1  # runs per refresh; recorded only when more than one
+    # Where the repeats ran: "processes" (fresh ones), or "one process" (a warm example's, in the
+    # process of its first run); recorded only when not "processes".
+    repeats_in: str = "processes"
 
     def to_json(self) -> dict:
         inputs = {"snippet": self.snippet, "snippet_sha256": self.snippet_sha256, "args": list(self.args),
                   "freeze_format": self.freeze_format}
         if self.repeats != 1:
             inputs["repeats"] = self.repeats
+        if self.repeats_in != "processes":
+            inputs["repeats_in"] = self.repeats_in
         return inputs
 
 
@@ -189,6 +194,7 @@ def parse(data, path: Path) -> Meta:
             args=inputs.strings("args"),
             freeze_format=inputs.integer("freeze_format"),
             repeats=inputs.integer("repeats", optional=True) or 1,
+            repeats_in=inputs.string("repeats_in", optional=True) or "processes",
         ),
         inputs_hash=top.sha256("inputs_hash"),
         outputs={name: outputs.sha256(name) for name in outputs.names(at_least_one=True)},

@@ -57,7 +57,12 @@ def trace_site_path(example_: catalog.Example) -> str:
 
 
 def format_us(us: float) -> str:
-    """A duration in the unit a reader would pick: 850 ns, 12.3 us, 4.51 ms, 1.20 s."""
+    """A duration in the unit a reader would pick: 850 ns, 12.3 us, 4.51 ms, 1.2 s. The one
+    duration formatter: the prose, the claims, the timelines' labels and the analyzer's summary."""
+    if us < 0:
+        return "-" + format_us(-us)
+    if us == 0:
+        return "0 us"
     if us < 1:
         return f"{us * 1000:.0f} ns"
     if us < 1000:

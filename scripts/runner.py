@@ -7,10 +7,12 @@ is then a forked child that runs the snippet as `__main__` and makes its own CUD
 cuBLAS handles and its own profiler session. A cold example stays cold: what is already done when
 the snippet starts is Python's imports, which a snippet does before anything it records.
 
-Warm examples get a fresh child too, not a process shared between runs: in a process that already
-profiled once, the profiler's first-session work (CUPTI's `Activity Buffer Request`, which Part 1
-reads) would be missing from every later trace, and the caching allocator and cuBLAS would start
-warm from the previous example.
+Warm examples get a fresh child too, not a process shared between examples: in a process that
+already profiled once, the profiler's first-session work (CUPTI's `Activity Buffer Request`, which
+Part 1 reads) would be missing from every later trace, and the caching allocator and cuBLAS would
+start warm from the previous example. A warm example's own repeats (Job.more) run in the child of
+its first run, after it: a process warm from that example is what the example is about, and its
+first run, the one shown, is still the first in its process.
 
 What a forked child shares with its siblings and a fresh interpreter would not: the address
 layout of the libraries and the string hash seed (so repeated runs are a little less independent
@@ -55,8 +57,19 @@ class Job:
     cwd: Path
     stdout: Path
     stderr: Path
-    timeout_s: float = DEFAULT_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S  # for all its runs together
     preload: tuple[str, ...] = ()  # modules a fork server imports beside the snippet's own
+    # Further argument lists run after `args` by the same process, one after the other (a warm
+    # example's repeats), and the file where that process writes each run's seconds (a JSON list).
+    more: tuple[tuple[str, ...], ...] = ()
+    times: Path | None = None
+    env: tuple[tuple[str, str], ...] = ()  # variables set for the run (a per-refresh compile cache)
+
+    def request(self) -> dict:
+        """The run as scripts/forkserver.py reads it."""
+        return {"argv": list(self.args), "cwd": str(self.cwd), "stdout": str(self.stdout),
+                "stderr": str(self.stderr), "timeout_s": self.timeout_s, "more": [list(a) for a in self.more],
+                "env": dict(self.env), "times": str(self.times) if self.times else ""}
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,7 @@ class Outcome:
     timed_out: bool = False
     error: str = ""  # the runner's own failure, not the snippet's
     mode: str = "isolated"  # or "forked": how the process was made
+    times_s: tuple[float, ...] = ()  # each run's seconds, when the job asked for them (Job.times)
 
     @property
     def ok(self) -> bool:
@@ -78,6 +92,15 @@ class RunnerError(RuntimeError):
 
 class NoAnswer(RunnerError):
     """The fork server said nothing in time (stuck, or its run outlived the timeout and grace)."""
+
+
+def read_times(job: Job) -> tuple[float, ...]:
+    """The seconds of each run the job's process finished (none if it wrote no times)."""
+    try:
+        times = json.loads(job.times.read_text()) if job.times else []
+    except (OSError, ValueError):
+        return ()
+    return tuple(float(t) for t in times if isinstance(t, (int, float)))
 
 
 def fork_available() -> bool:
@@ -110,15 +133,20 @@ class Isolated(_Closing):
 
     kind = "isolated: a fresh interpreter per run"
 
-    def __init__(self, python: str):
+    def __init__(self, python: str, env: dict[str, str] | None = None):
         self.python = python
+        self.env = dict(env or {})
 
     def run(self, job: Job) -> Outcome:
         command = [self.python, str(job.script), *job.args]
+        if job.more or job.times:
+            # Several runs in one interpreter: what a fork server's child does, without the server.
+            command = [self.python, str(SERVER), "--sequence", str(job.script), json.dumps(job.request())]
+        env = {**os.environ, **self.env, **dict(job.env)} if (self.env or job.env) else None
         with open(job.stdout, "wb") as out, open(job.stderr, "wb") as err:
             started = time.perf_counter()
             process = subprocess.Popen(command, cwd=job.cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                       stderr=err, start_new_session=True)
+                                       stderr=err, start_new_session=True, env=env)
             timed_out = False
             try:
                 try:
@@ -131,7 +159,7 @@ class Isolated(_Closing):
                 _kill_group(process.pid)
                 process.wait()
                 raise
-        return Outcome(code, time.perf_counter() - started, timed_out)
+        return Outcome(code, time.perf_counter() - started, timed_out, times_s=read_times(job))
 
 
 class ForkServer(_Closing):
@@ -140,10 +168,12 @@ class ForkServer(_Closing):
 
     kind = "fork server: torch imported once, a fresh forked process (and CUDA context) per run"
 
-    def __init__(self, python: str, log=print):
+    def __init__(self, python: str, log=print, env: dict[str, str] | None = None, imports: tuple[str, ...] = ()):
         self.python = python
         self.log = log
-        self.fallback = Isolated(python)
+        self.env = dict(env or {})  # the server's own: what its imports see too
+        self.imports = tuple(imports)  # what the server imports beside torch, where it can, for every run
+        self.fallback = Isolated(python, env)
         self.process: subprocess.Popen | None = None
         self.root_pid: int | None = None
         self.zygote: tuple[str, tuple[str, ...]] | None = None
@@ -201,9 +231,9 @@ class ForkServer(_Closing):
     def _start(self) -> None:
         started = time.perf_counter()
         self._buffer = b""
-        self.process = subprocess.Popen([self.python, str(SERVER)], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([self.python, str(SERVER), *self.imports], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0,
-                                        start_new_session=True)
+                                        start_new_session=True, env={**os.environ, **self.env})
         reply = self._receive(START_TIMEOUT_S)
         if "refused" in reply:
             raise RunnerError(reply["refused"])
@@ -262,8 +292,7 @@ class ForkServer(_Closing):
                     return self.fallback.run(job)
             if not self._enter(key):
                 return self.fallback.run(job)
-            self._send({"op": "run", "argv": list(job.args), "cwd": str(job.cwd), "stdout": str(job.stdout),
-                        "stderr": str(job.stderr), "timeout_s": job.timeout_s})
+            self._send({"op": "run", **job.request()})
             reply = self._expect("pid")
             if "refused" in reply:
                 self.refused[key] = reply["refused"]
@@ -272,7 +301,7 @@ class ForkServer(_Closing):
             self.child_pid = reply["pid"]
             done = self._expect("exit", job.timeout_s + GRACE_S)
             self.child_pid = None
-            return Outcome(done["exit"], done["wall_s"], done["timed_out"], mode="forked")
+            return Outcome(done["exit"], done["wall_s"], done["timed_out"], mode="forked", times_s=read_times(job))
         except RunnerError as error:
             timed_out = isinstance(error, NoAnswer) and self.child_pid is not None
             self._abandon(str(error))
@@ -295,11 +324,13 @@ class ForkServer(_Closing):
         self.process = None
 
 
-def open_runner(python: str, *, isolated: bool = False, log=print) -> ForkServer | Isolated:
-    """The runner a refresh uses: a fork server unless told otherwise or fork is unavailable.
-    Close it when done, or use it as a context manager."""
+def open_runner(python: str, *, isolated: bool = False, log=print, env: dict[str, str] | None = None,
+                imports: tuple[str, ...] = ()) -> ForkServer | Isolated:
+    """The runner a refresh uses: a fork server (importing `imports` beside torch, where it can)
+    unless told otherwise or fork is unavailable, its processes started with `env` added to this
+    one's. Close it when done, or use it as a context manager."""
     if isolated or not fork_available():
-        return Isolated(python)
-    return ForkServer(python, log)
+        return Isolated(python, env)
+    return ForkServer(python, log, env, imports)
 
 

@@ -19,7 +19,8 @@ run is digested by `samples_of(trace)`:
 
 The extra runs live next to the other artifacts as `traces/<snippet>/<tag>.samples.json`,
 `{"format": 1, "runs": [<digest>, ...]}` (absent for runs made before repetitions); the refresh
-adds each run's `wall_time_s` beside its `steps`. Times are in microseconds, rounded to the
+adds each run's `wall_time_s` beside its `steps` (a fresh process's life for a cold example, the
+run inside the process of the first for a warm one: scripts.catalog.Example.cold). Times are in microseconds, rounded to the
 nanosecond so that the file is stable.
 
 Standard library only: the GPU refresh writes these files.

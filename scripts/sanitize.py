@@ -195,17 +195,16 @@ class Scrubber:
     def leaks(self, obj, number_keys: frozenset[str] = frozenset()) -> list[str]:
         """Strings in obj that still name the machine (a dropped key counts too, unless it is one
         of number_keys holding a number, as sanitize_value keeps it), each with why."""
-        found = []
-        verdicts: dict[str, str | None] = {}  # an allocator's record repeats its few hundred frames
-        for text, is_key in _strings(obj, number_keys=number_keys):
-            if is_key and _machine_key(text):
-                found.append(f"{text} (a key that names the machine)")
-                continue
-            if text not in verdicts:
-                verdicts[text] = self.leak(text)
-            if verdicts[text] is not None:
-                found.append(f"{text} ({verdicts[text]})")
-        return found
+        # Each distinct string is judged once (a trace repeats a few hundred strings millions of
+        # times); only when one leaks are its occurrences listed.
+        verdicts = {pair: self._verdict(*pair) for pair in _distinct_strings(obj, number_keys)}
+        if not any(verdicts.values()):
+            return []
+        return [f"{text} ({verdicts[text, is_key]})" for text, is_key in _strings(obj, number_keys=number_keys)
+                if verdicts[text, is_key]]
+
+    def _verdict(self, text: str, is_key: bool) -> str | None:
+        return "a key that names the machine" if is_key and _machine_key(text) else self.leak(text)
 
 
 # A profile_memory trace's `[memory]` events pair an allocation with its free by `Addr`, a number.
@@ -305,6 +304,33 @@ def _absolute(path: str) -> bool:
 
 def _looks_like_source(file: str) -> bool:
     return file.endswith((".py", ".pyc", ">")) or "/" in file or "\\" in file
+
+
+def _distinct_strings(obj, number_keys: frozenset[str] = frozenset()) -> set[tuple[str, bool]]:
+    """The pairs `_strings` yields, each once, without a generator per level (a trace's million
+    strings)."""
+    values: set[str] = set()
+    keys: set[str] = set()
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict or isinstance(item, dict):
+            if number_keys.isdisjoint(item):
+                keys.update(item)
+            else:  # a number under one of number_keys: its key is a plain string, as in _strings
+                for key, value in item.items():
+                    (values if key in number_keys and _number(value) else keys).add(key)
+            item = item.values()
+        elif not isinstance(item, list):
+            if isinstance(item, str):
+                values.add(item)
+            continue
+        for value in item:
+            if type(value) is str:
+                values.add(value)
+            elif isinstance(value, (dict, list, str)):  # a str subclass is added when popped
+                stack.append(value)
+    return {(text, False) for text in values} | {(key, True) for key in keys if isinstance(key, str)}
 
 
 def _strings(obj, is_key: bool = False, number_keys: frozenset[str] = frozenset()):

@@ -31,6 +31,7 @@ from typing import NamedTuple
 from .intervals import gaps as uncovered
 from .intervals import total, union
 from .markup import escape
+from .pages import format_us  # the one duration formatter: labels read as the pages' prose
 from .trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Event, Trace, Window, load_trace, select_window
 
 # Geometry in px of the viewBox. The picture is shown scaled to the width of the post's column,
@@ -140,19 +141,6 @@ def clean_text(text: str) -> str:
     """Text fit for the picture: no characters XML forbids, no directories of absolute paths, no
     spaces around it."""
     return _ABSOLUTE_DIRS.sub("", _XML_INVALID.sub("", str(text))).strip()
-
-
-def format_us(us: float) -> str:
-    """A duration in readable units, three significant digits: '850 ns', '4.25 µs', '12.3 ms'."""
-    us = abs(us)
-    if us == 0:
-        return "0 µs"
-    if us < 1:
-        return f"{us * 1000:.0f} ns"
-    divisor, unit = (1.0, "µs") if us < 1e3 else (1e3, "ms") if us < 1e6 else (1e6, "s")
-    value = us / divisor
-    decimals = 2 if value < 10 else 1 if value < 100 else 0
-    return f"{value:.{decimals}f} {unit}"
 
 
 def _char_em(char: str) -> float:

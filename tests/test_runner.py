@@ -8,6 +8,7 @@ import gzip
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,8 +48,9 @@ TEST_SNIPPET = textwrap.dedent('''
     import torch
 
     parser = argparse.ArgumentParser()
-    for flag in ("--tag", "--counter", "--pids"):
+    for flag in ("--tag", "--counter", "--pids", "--log"):
         parser.add_argument(flag)
+    parser.add_argument("--crash_on", type=int)
     for flag in ("--crash", "--hang", "--cuda", "--facts"):
         parser.add_argument(flag, action="store_true")
     parser.add_argument("--exit", type=int)
@@ -82,6 +84,12 @@ TEST_SNIPPET = textwrap.dedent('''
         counter = pathlib.Path(args.counter)
         run = int(counter.read_text()) + 1 if counter.exists() else 1
         counter.write_text(str(run))
+    if args.log:  # which process ran, and the compile cache it was given
+        with open(args.log, "a") as log:
+            log.write(json.dumps([os.getpid(), os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+                                  os.environ.get("TRITON_CACHE_DIR")]) + "\\n")
+    if args.crash_on == run:
+        raise RuntimeError(f"run {run} crashed")
 ''') + textwrap.dedent(inspect.getsource(hand_trace)) + textwrap.dedent('''
     (args.trace_dir / (args.tag + ".json")).write_text(json.dumps(hand_trace(run)))
     (args.trace_dir / (args.tag + ".txt")).write_text("table\\n")
@@ -145,8 +153,8 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def fake(tag: str, *args: str, repeats: int = 1) -> catalog.Example:
-    return catalog.Example("fake", tag, ("--tag", tag, *args), repeats)
+def fake(tag: str, *args: str, repeats: int = 1, cold: bool = False) -> catalog.Example:
+    return catalog.Example("fake", tag, ("--tag", tag, *args), repeats, cold=cold)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -223,25 +231,80 @@ def test_fork_server_and_isolated_refresh_give_artifacts_of_the_same_shape(tmp_p
 # --- repeats -----------------------------------------------------------------------------------
 
 
-def test_repeats_keep_the_first_run_and_the_digests_of_the_others(project):
+def _logged(project: Path) -> list[list]:
+    return [json.loads(line) for line in (project / "log").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("isolated", [False, True], ids=["forked", "isolated"])
+@pytest.mark.parametrize("cold", [True, False], ids=["cold", "warm"])
+def test_repeats_keep_the_first_run_and_the_digests_of_the_others(project, cold, isolated):
+    """A cold example's runs are three processes, a warm one's three runs of one process; either
+    way the shown artifacts are run 1's and the samples hold digests of the same shape."""
     counter = project / "counter"
-    example = fake("rep", "--counter", str(counter), repeats=3)
+    example = fake("rep", "--counter", str(counter), "--log", str(project / "log"), repeats=3, cold=cold)
     log = []
-    assert freeze.refresh([example], sys.executable, log=log.append) == 0, log
-    assert counter.read_text() == "3"  # three processes ran
+    assert freeze.refresh([example], sys.executable, log=log.append, isolated=isolated) == 0, log
+    assert counter.read_text() == "3"  # three runs
+    pids = [pid for pid, *_ in _logged(project)]
+    assert len(set(pids)) == (3 if cold else 1)
     files = snapshot(project / "traces" / "fake")
     shown = json.loads(gzip.decompress(files["rep.json.gz"]))
     assert shown["traceEvents"] == hand_trace(1)["traceEvents"]  # the artifacts are run 1's
     samples = json.loads(files["rep.samples.json"])
     assert samples["format"] == 1 and len(samples["runs"]) == 2
     for run, digest in zip((2, 3), samples["runs"]):
-        assert digest.pop("wall_time_s") > 0
+        assert digest.pop("wall_time_s") >= 0
         assert digest == samples_of(build_trace(hand_trace(run)))
     meta = json.loads(files["rep.meta.json"])
     assert meta["inputs"]["repeats"] == 3
+    assert meta["inputs"].get("repeats_in", "processes") == ("processes" if cold else "one process")
     assert set(meta["outputs"]) == {"rep.json.gz", "rep.txt", "rep.samples.json"}
     assert freeze.status(example).ok
-    assert any("rep" in line and "3 runs" in line for line in log)
+    where = "processes" if cold else "one process"
+    assert any("fake/rep" in line and f"3 runs in {where}" in line for line in log)
+    # The report: the total, the phase, its processes apart from the sanitizing, the slowest.
+    report = "\n".join(log)
+    assert "refresh wall time:" in report and "runner start" in report and "slowest: fake/rep" in report
+    processes = 3 if cold else 1
+    assert re.search(rf"fake +[\d.]+ s +\(1 example\(s\), 3 run\(s\) in {processes} process\(es\): running [\d.]+ s", report)
+
+
+def test_the_fork_server_imports_what_the_profiler_would_import_in_each_run(project):
+    """torch.profiler imports Inductor's config in every process when it prepares a trace: the
+    fork server does it once, before any run; where torch has none, runs still fork."""
+    package = project / "fake_torch" / "torch" / "_inductor"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "config.py").write_text(
+        "import os\nwith open(os.environ['FAKE_CUDA_LOG'], 'a') as log:\n    log.write(f'{os.getpid()} config\\n')\n")
+    logged = str(project / "log")
+    log = []
+    assert freeze.refresh([fake("a", "--log", logged, repeats=2, cold=True), fake("b", "--log", logged)],
+                          sys.executable, log=log.append) == 0, log
+    imports = [int(line.split()[0]) for line in (project / "cuda.log").read_text().splitlines() if line.endswith("config")]
+    runs = {pid for pid, *_ in _logged(project)}
+    assert len(imports) == 1 and imports[0] not in runs and len(runs) == 3
+    assert json.loads((project / "traces" / "fake" / "a.meta.json").read_text())["runner"] == "forked"
+
+
+def test_the_compile_cache_is_one_per_refresh_shared_by_warm_runs_and_empty_for_each_cold_one(project):
+    """torch.compile's caches live in a directory made for the refresh and removed after it: the
+    warm examples' runs share one, each cold process gets its own, none is the user's default."""
+    logged = str(project / "log")
+    examples = [fake("w1", "--log", logged, repeats=2), fake("w2", "--log", logged),
+                fake("c1", "--log", logged, repeats=2, cold=True)]
+    assert freeze.refresh(examples, sys.executable, log=quiet) == 0
+    runs = _logged(project)
+    assert len(runs) == 5
+    warm, cold = runs[:3], runs[3:]
+    assert len({inductor for _, inductor, _ in warm}) == 1 and len({inductor for _, inductor, _ in cold}) == 2
+    for _, inductor, triton in runs:
+        assert inductor and Path(inductor).name in ("shared",) + tuple(f"cold-{n}" for n in range(1, 9))
+        assert triton == str(Path(inductor) / "triton")
+        assert not Path(inductor).parent.exists()  # removed with the refresh
+    assert {Path(inductor).parent for _, inductor, _ in runs} == {Path(warm[0][1]).parent}
+    assert freeze.refresh(examples[1:2], sys.executable, log=quiet) == 0
+    assert Path(_logged(project)[-1][1]).parent != Path(warm[0][1]).parent  # a new one per refresh
 
 
 def test_repeats_enter_the_inputs_only_above_one(project):
@@ -267,9 +330,20 @@ def test_a_failing_repeat_fails_its_example(project, monkeypatch):
 
     monkeypatch.setattr(freeze, "_run_once", second_run_crashes)
     log = []
-    assert freeze.refresh([fake("flaky", repeats=3)], sys.executable, log=log.append) == 1
+    assert freeze.refresh([fake("flaky", repeats=3, cold=True)], sys.executable, log=log.append) == 1
     assert len(calls) == 2  # no third run once one failed
     assert any("run 2 of 3: exit 1: RuntimeError: CUDA error: out of memory" in line for line in log)
+    assert not (project / "traces").exists()
+
+
+@pytest.mark.parametrize("isolated", [False, True], ids=["forked", "isolated"])
+def test_a_failing_repeat_in_one_process_fails_its_example_and_ends_the_process(project, isolated):
+    counter = project / "counter"
+    example = fake("flaky", "--counter", str(counter), "--crash_on", "2", repeats=3)
+    log = []
+    assert freeze.refresh([example], sys.executable, log=log.append, isolated=isolated) == 1
+    assert counter.read_text() == "2"  # no third run once one failed
+    assert any("run 2 of 3: exit 1: RuntimeError: run 2 crashed" in line for line in log), log
     assert not (project / "traces").exists()
 
 
