@@ -162,10 +162,11 @@ def _store(path: Path, data: bytes) -> None:
 
 
 def cached_file(kind: str, compute: Callable[..., str], *inputs, suffix: str = ".txt") -> Path:
-    """The path of a file holding compute(*inputs)'s text, computing it if needed."""
+    """The path of a file holding compute(*inputs)'s text (or bytes), computing it if needed."""
     path = CACHE_DIR / kind / f"{key_of(kind, compute, inputs)}{suffix}"
     if not path.exists():
-        _store(path, compute(*map(_argument, inputs)).encode("utf-8"))
+        data = compute(*map(_argument, inputs))
+        _store(path, data if isinstance(data, bytes) else data.encode("utf-8"))
     return path
 
 

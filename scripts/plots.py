@@ -125,3 +125,59 @@ def tokens_per_second(series: dict[str, list[BatchFacts]]) -> str:
     ax.set_ylabel("new tokens per second (log)")
     ax.legend(fontsize=8, loc="upper left", frameon=False)
     return _svg(plt, fig)
+
+
+CATEGORY_COLOURS = {  # the memory timeline's categories, as PyTorch's own plot colours them, roughly
+    "parameter": "#1f5fae", "gradient": "#2e7d32", "optimizer_state": "#6a1b9a", "activation": "#c43e00",
+    "temporary": "#f2a900", "input": "#00838f", "autograd_detail": "#8d6e63", "unknown": "#9e9e9e",
+}
+
+
+def memory_timelines(timelines: dict[str, dict], categories: tuple[str, ...]) -> str:
+    """One panel per run (label -> export_memory_timeline's times and bytes per category), the
+    categories stacked, on one byte scale; time in ms from each timeline's start."""
+    plt, fig, first = _figure(height_in=2.4 * len(timelines))
+    fig.clear()
+    axes = fig.subplots(len(timelines), 1, sharey=True, squeeze=False)[:, 0]
+    for ax, (label, timeline) in zip(axes, timelines.items()):
+        ax.set_facecolor(CARD)
+        ax.grid(True, which="major", color=GRID, linewidth=0.6)
+        ax.set_axisbelow(True)
+        times = timeline["times_us"]
+        xs = [(t - times[0]) / 1000 for t in times]
+        shown = [c for c in categories if any(timeline["bytes"].get(c, ()))]
+        ax.stackplot(xs, *[[b / 2**20 for b in timeline["bytes"][c]] for c in shown], step="post",
+                     colors=[CATEGORY_COLOURS.get(c, "#9e9e9e") for c in shown],
+                     labels=[c.replace("_", " ") for c in shown], linewidth=0)
+        ax.set_title(label, fontsize=10, loc="left")
+        ax.set_ylabel("MiB")
+        ax.margins(x=0)
+    axes[-1].set_xlabel("milliseconds since the first profiled step")
+    axes[0].legend(fontsize=8, ncols=4, loc="upper left", frameon=False)
+    return _svg(plt, fig)
+
+
+def roofline(peak_flops: float, bandwidth: float, points: tuple) -> str:
+    """The roofline (log-log): the bandwidth slope up to the ridge, the compute roof after it, and
+    each (name, flops, bytes, time_us) point at its intensity and achieved TFLOP/s."""
+    plt, fig, ax = _figure(height_in=4.4)
+    intensities = [f / b for _, f, b, _ in points] or [1.0]
+    ridge = peak_flops / bandwidth
+    lo, hi = min(min(intensities), ridge) / 4, max(max(intensities), ridge) * 4
+    xs = [lo, ridge, hi]
+    ax.plot(xs, [min(peak_flops, bandwidth * x) / 1e12 for x in xs], color=INK, linewidth=1.6)
+    ax.annotate(f"{bandwidth / 1e12:.2f} TB/s", xy=(lo * 1.3, bandwidth * lo * 1.3 / 1e12), fontsize=9,
+                xytext=(4, 6), textcoords="offset points", rotation=30)
+    ax.annotate(f"{peak_flops / 1e12:.0f} TFLOP/s", xy=(hi, peak_flops / 1e12), ha="right", fontsize=9,
+                xytext=(0, 4), textcoords="offset points")
+    ax.axvline(ridge, color=INK, linewidth=0.8, linestyle=":")
+    for i, (name, flops, nbytes, time_us) in enumerate(points):
+        x, y = flops / nbytes, flops / (time_us * 1e-6) / 1e12
+        colour = "#c43e00" if x < ridge else "#1f5fae"
+        ax.plot([x], [y], marker="o", markersize=5, color=colour)
+        ax.annotate(name, xy=(x, y), xytext=(5, -10 if i % 2 else 4), textcoords="offset points", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved, log)")
+    ax.set_ylabel("achieved TFLOP/s (log)")
+    return _svg(plt, fig)

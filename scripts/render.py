@@ -104,3 +104,24 @@ def diff_timeline_svg(trace: Trace, window: Window, span_us: float, title: str) 
     from .timeline import render_timeline
 
     return render_timeline(trace, window=window, facts=facts(trace, window=window), span_us=span_us, title=title)
+
+
+def memory_timeline_svg(labels: tuple[str, ...], paths: tuple, categories: tuple[str, ...]) -> str:
+    """The memory timelines (scripts/extras: `.memory.json.gz`) of several runs, by category."""
+    from .extras import read_extra
+    from .plots import memory_timelines
+
+    return memory_timelines({label: read_extra(path)["timeline"] for label, path in zip(labels, paths)}, categories)
+
+
+def snapshot_pickle(path) -> bytes:
+    """A committed allocator snapshot as the pickle PyTorch's memory viewer takes."""
+    from .extras import read_extra, viewer_pickle
+
+    return viewer_pickle(read_extra(path))
+
+
+def roofline_svg(peak_flops: float, bandwidth: float, points: tuple) -> str:
+    from .plots import roofline
+
+    return roofline(peak_flops, bandwidth, points)
