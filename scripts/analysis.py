@@ -220,14 +220,16 @@ class TraceFacts:
 
     def to_dict(self) -> dict:
         """JSON-ready, keys in declaration order, times in us rounded to ns, percentages to 0.01."""
-        return _rounded(asdict(self))
+        return rounded(asdict(self))
 
 
-def _rounded(value, key: str = ""):
+def rounded(value, key: str = ""):
+    """A JSON-ready value with its floats rounded: times in us to the ns, `*_pct` to 0.01 (the
+    one rounding of every facts object's to_dict)."""
     if isinstance(value, dict):
-        return {k: _rounded(v, k) for k, v in value.items()}
+        return {k: rounded(v, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_rounded(v, key) for v in value]
+        return [rounded(v, key) for v in value]
     if isinstance(value, float):
         return round(value, 2 if key.endswith("_pct") else 3)
     return value

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from statistics import mean
 
-from .analysis import (GAP_MIN_US, Gap, TraceFacts, Verdict, WindowFacts, _ms, _rounded,
+from .analysis import (GAP_MIN_US, Gap, TraceFacts, Verdict, WindowFacts, _ms, rounded,
                        short_name)
 
 TOP_CHANGES = 5  # GPU activities listed as added, as removed and as changed
@@ -103,7 +103,7 @@ class TraceDiff:
 
     def to_dict(self) -> dict:
         """JSON-ready, rounded as TraceFacts.to_dict rounds (NaN stays NaN: print it strictly)."""
-        return _rounded(asdict(self))
+        return rounded(asdict(self))
 
 
 def per_step(f: TraceFacts) -> PerStep:

@@ -26,6 +26,7 @@ import math
 from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass, field
 
+from .analysis import rounded
 from .trace import Event, Instant, Trace, Window
 
 MEMORY_EVENT = "[memory]"
@@ -84,7 +85,7 @@ class MemoryFacts:
 
     def to_dict(self) -> dict:
         """JSON-ready: times in us rounded to ns, bytes as integers."""
-        return _rounded(asdict(self))
+        return rounded(asdict(self))
 
     def device(self, name: str) -> DeviceMemory | None:
         return next((d for d in self.devices if d.device == name), None)
@@ -99,16 +100,6 @@ class MemorySeries:
     times_us: list[float]
     allocated: list[int]
     reserved: list[int | None]
-
-
-def _rounded(value):
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v) for v in value]
-    if isinstance(value, float):
-        return round(value, 3)
-    return value
 
 
 # --- reading the events ------------------------------------------------------------------------

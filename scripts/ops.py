@@ -30,7 +30,7 @@ import sys
 from bisect import bisect_left
 from dataclasses import asdict, dataclass, field
 
-from .analysis import short_name
+from .analysis import rounded, short_name
 from .trace import Event, Trace, Window
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # load_trace(keep_args=...) for these facts
@@ -86,17 +86,7 @@ class OpFacts:
     sources: list[SourceLine]
 
     def to_dict(self) -> dict:
-        return _rounded(asdict(self))
-
-
-def _rounded(value, key: str = ""):
-    if isinstance(value, dict):
-        return {k: _rounded(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v, key) for v in value]
-    if isinstance(value, float):
-        return round(value, 2 if key.endswith("_pct") else 3)
-    return value
+        return rounded(asdict(self))
 
 
 def has_shapes(trace: Trace) -> bool:

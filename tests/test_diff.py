@@ -163,8 +163,8 @@ def test_text_names_every_delta(whole):
     text = diff_text(whole)
     assert "verdict: overhead-bound → compute-bound (changed)" in text
     rows = {line[:46].strip(): line[46:].split() for line in text.splitlines() if line.startswith("  ")}
-    assert rows["wall time per ProfilerStep"] == ["100.0", "us", "40.0", "us", "-60.0", "us", "(×0.40)"]
-    assert rows["GPU gaps of 5.0 us or more"] == ["4", "1", "-3", "(×0.25)"]
+    assert rows["wall time per ProfilerStep"] == ["100", "us", "40", "us", "-60", "us", "(×0.40)"]
+    assert rows["GPU gaps of 5 us or more"] == ["4", "1", "-3", "(×0.25)"]
     assert rows["GPU busy, of the launched work's GPU time"][-2:] == [
         f"+{100 * 60 / 74 - 100 * 30 / 160:.1f}", "pp"]
     assert "idle, other (no launch call)" not in text  # nothing without a launch call on either side
