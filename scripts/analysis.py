@@ -797,7 +797,7 @@ def _trace_tags(f: TraceFacts) -> str:
 
 
 def _ms(us: float) -> str:
-    from .pages import format_us  # the one duration formatter; pages imports this module's names lazily too
+    from .units import format_us
 
     return format_us(us)
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from statistics import median as _median
 from statistics import quantiles
 
-from .pages import format_us
+from .units import format_us
 
 MIN_SAMPLES = 3  # per side, for a comparison to be decided
 SPREAD_PERCENTILES_FROM = 10  # from this many samples on, the spread is p10–p90 (below: min–max)

@@ -305,7 +305,7 @@ def format_bytes(count: int | float) -> str:
 
 def memory_text(memory: MemoryFacts) -> list[str]:
     """The memory section of the analyzer's summary (names escaped by the caller's printer)."""
-    from .pages import format_us
+    from .units import format_us
 
     lines = [f"memory ([memory] events of profile_memory=True, in {memory.label}):"]
     for d in memory.devices:

@@ -300,7 +300,7 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
 
 def op_text(facts: OpFacts) -> list[str]:
     """The shapes and stacks sections of the analyzer's summary."""
-    from .pages import format_us
+    from .units import format_us
 
     lines = []
     if facts.shapes:

@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from . import cache, catalog, freeze
+from .units import format_us  # noqa: F401 (the posts import it from here)
 from .markup import Markup, concat, h, join, table, writable
 from .table import ProfilerTable, parse_table, render_table, to_us
 
@@ -54,22 +55,6 @@ def publish(site_path: str, source: Path) -> str:
 
 def trace_site_path(example_: catalog.Example) -> str:
     return f"traces/{example_.snippet}/{example_.trace_path.name}"
-
-
-def format_us(us: float) -> str:
-    """A duration in the unit a reader would pick: 850 ns, 12.3 us, 4.51 ms, 1.2 s. The one
-    duration formatter: the prose, the claims, the timelines' labels and the analyzer's summary."""
-    if us < 0:
-        return "-" + format_us(-us)
-    if us == 0:
-        return "0 us"
-    if us < 1:
-        return f"{us * 1000:.0f} ns"
-    if us < 1000:
-        return f"{us:.3g} us" if us < 100 else f"{us:.0f} us"
-    if us < 1e6:
-        return f"{us / 1000:.3g} ms"
-    return f"{us / 1e6:.3g} s"
 
 
 def svg_size(svg: str) -> tuple[str, str]:

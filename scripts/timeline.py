@@ -31,7 +31,7 @@ from typing import NamedTuple
 from .intervals import gaps as uncovered
 from .intervals import total, union
 from .markup import escape
-from .pages import format_us  # the one duration formatter: labels read as the pages' prose
+from .units import format_us
 from .trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Event, Trace, Window, load_trace, select_window
 
 # Geometry in px of the viewBox. The picture is shown scaled to the width of the post's column,

@@ -41,8 +41,8 @@ def test_host_wait_dominates_overhead_bound():
     assert window.verdict.label == "overhead-bound"
     # 15 / 212 = 7.1%, 191 / 212 = 90.1%, 6 / 212 = 2.8%
     assert window.verdict.reason == (
-        "the GPU was busy 7.1% of its time on the work launched here (212.0 us), idle waiting for "
-        "the host 90.1%, queued 2.8%; median launch delay 2.0 us: the host set the pace")
+        "the GPU was busy 7.1% of its time on the work launched here (212 us), idle waiting for "
+        "the host 90.1%, queued 2.8%; median launch delay 2 us: the host set the pace")
 
 
 def test_host_only_time_before_the_first_launch_or_after_the_last_does_not_count():
@@ -79,8 +79,8 @@ def test_queued_work_with_long_launch_delays_is_compute_bound():
     assert step.launches.delay_p50_us == pytest.approx(103)
     assert step.verdict.label == "compute-bound"
     assert step.verdict.reason == (  # 400 / 413 = 96.9%, 3 / 413 = 0.7%, 10 / 413 = 2.4%
-        "the GPU was busy 96.9% of its time on the work launched here (413.0 us), idle waiting for "
-        "the host 0.7%, queued 2.4%; median launch delay 103.0 us: the GPU's own work set the pace")
+        "the GPU was busy 96.9% of its time on the work launched here (413 us), idle waiting for "
+        "the host 0.7%, queued 2.4%; median launch delay 103 us: the GPU's own work set the pace")
 
 
 def test_neither_dominates_mixed():
@@ -95,7 +95,7 @@ def test_neither_dominates_mixed():
     assert (launched.busy_us, launched.host_wait_us, launched.queued_us) == pytest.approx((90, 34, 10))
     assert window.verdict.label == "mixed"  # host wait 34 / 134 = 25.4%, busy or queued 100 / 134 = 74.6%
     assert window.verdict.reason.startswith(
-        "the GPU was busy 67.2% of its time on the work launched here (134.0 us), idle waiting for "
+        "the GPU was busy 67.2% of its time on the work launched here (134 us), idle waiting for "
         "the host 25.4%, queued 7.5%")
     assert window.verdict.reason.endswith(": neither the host nor the GPU's work dominates")
 
