@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-
 from scripts import catalog, compiled, parse, tracetext
 from scripts.analysis import facts
 from scripts.trace import TraceError, build_trace, load_trace, read_json
