@@ -268,7 +268,7 @@ PART5_MEMORY = (_memory("baseline"), _memory("checkpoint"))
 # so that each length's time has its spread), stacks (the guide's step with Python stacks, the
 # optimizer per parameter or fused, and what stacks cost: 30 timed steps per configuration in the
 # same run), and the roofline (the roofs and each kernel's calls, repeated inside the run).
-PART5 = (
+PART5 = PART5_MEMORY + (
     Example("07_shapes_stacks", "shapes_b16_s64-256-1024-4096_1024x4096_bf16", ("--mode", "shapes", "--steps", "5")),
     *(Example("07_shapes_stacks", f"stacks_b16_s3_{optimizer}", ("--mode", "stacks", "--optimizer", optimizer))
       for optimizer in ("foreach_false", "fused")),
@@ -288,7 +288,7 @@ def _ddp(bucket_mb: int, straggler: int = -1) -> Example:
 # made late by 20 ms of host work a step, which rank 0's timeline shows as waiting in NCCL.
 PART6 = (_ddp(25), _ddp(1), _ddp(200), _ddp(25, straggler=1))
 
-EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + PART5_MEMORY + PART5 + PART6
+EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + PART5 + PART6
 
 # Examples a refresh runs when named (`make refresh ONLY=...`) but that no page shows yet: the build
 # neither checks their artifacts nor asks for them to be shown. The post that shows one moves it
@@ -297,7 +297,7 @@ PENDING: tuple[Example, ...] = ()
 
 # The refresh's report splits its time by these.
 PHASES = {"Part 1": PART1, "sweep": SWEEP, "Part 2": PART2, "Part 3": PART3, "Part 4": PART4, "guide": GUIDE,
-          "Part 5": PART5_MEMORY + PART5, "Part 6": PART6}
+          "Part 5": PART5, "Part 6": PART6}
 
 
 def phase_of(example: Example) -> str:

@@ -242,7 +242,6 @@ def main(argv=None):
 
     sort_by = "self_cuda_memory_usage" if on_gpu else "self_cpu_memory_usage"
     table = prof.key_averages().table(sort_by=sort_by, row_limit=15)
-    (args.trace_dir / f"{stem}.txt").write_text(table + "\n")
     trace_path = args.trace_dir / f"{stem}.json"
     prof.export_chrome_trace(str(trace_path))
     # The timeline's times are microseconds since the epoch; the trace's are since its
@@ -250,16 +249,19 @@ def main(argv=None):
     base_ns = json.loads(trace_path.read_text()).get("baseTimeNanoseconds")
     memory_timeline["trace_base_us"] = None if base_ns is None else base_ns / 1000
     (args.trace_dir / f"{stem}.memory.json").write_text(json.dumps(summary, separators=(",", ":")) + "\n")
-    print(table)
+    # What the .txt holds is what the run prints: the table, then the peaks under it (the
+    # .memory.json and, on CUDA, the .snapshot.pickle beside it hold the rest).
     peak = peak_of(memory_timeline)
-    print(f"timeline peak on {timeline_device}: {mib(peak['total_bytes'])}: "
-          + ", ".join(f"{name} {mib(n)}" for name, n in peak["bytes"].items() if n))
+    lines = [table, f"timeline peak on {timeline_device}: {mib(peak['total_bytes'])}: "
+             + ", ".join(f"{name} {mib(n)}" for name, n in peak["bytes"].items() if n)]
     if on_gpu:
         last = steps[-1]
-        print(f"last step: max allocated {mib(last['max_allocated_bytes'])}, "
-              f"max reserved {mib(last['max_reserved_bytes'])}")
-    extras = ", .memory.json" + (", .snapshot.pickle" if on_gpu else "")
-    print(f"wrote {args.trace_dir / stem}.json and .txt{extras}")
+        lines.append(f"last step: max allocated {mib(last['max_allocated_bytes'])}, "
+                     f"max reserved {mib(last['max_reserved_bytes'])}")
+    report = "\n".join(lines)
+    (args.trace_dir / f"{stem}.txt").write_text(report + "\n")
+    print(report)
+    print(f"wrote {args.trace_dir / stem}.json and .txt")
 
 
 if __name__ == "__main__":
