@@ -205,9 +205,6 @@ PART3 = (
     *(_attention("sdpa", backend) for backend in ("math", "efficient", "flash", "cudnn")),
     # In fp32 the fused backends that need half precision refuse: their rows keep the reason.
     *(_attention("sdpa", backend, dtype="fp32") for backend in ("flash", "cudnn")),
-    # The series' hub kernel's role: our own Triton attention kernel, checked against SDPA in the
-    # run (shown in Part 5, against the fused backends above).
-    _attention("triton"),
 )
 
 
@@ -273,6 +270,9 @@ PART5 = PART5_MEMORY + (
     *(Example("07_shapes_stacks", f"stacks_b16_s3_{optimizer}", ("--mode", "stacks", "--optimizer", optimizer))
       for optimizer in ("foreach_false", "fused")),
     Example("08_roofline", "roofline_bf16_t8192_d4096_h14336"),
+    # Part 3's missing variant, the series' hub kernel's role: our own Triton attention kernel,
+    # checked against SDPA in the run, shown in Part 5 against Part 3's fused backends.
+    _attention("triton"),
 )
 
 

@@ -213,10 +213,6 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(f"04_attention/sdpa_cudnn_{P3}_bf16_warm",
                 "cuDNN's fused attention: find its kernel (`cudnn_generated_…`), the launch call that "
                 "starts it, and what else each call puts on the GPU."),
-            "## Our own kernel",
-            Run(f"04_attention/triton_{P3}_bf16_warm",
-                "Our Triton attention kernel (forward, causal), checked against SDPA in the run: one "
-                "kernel per call, like flash; compare its CUDA time with the backends above."),
             "## When a backend refuses",
             Run(f"04_attention/sdpa_flash_{P3}_fp32_warm",
                 "Flash attention takes half-precision inputs only: in fp32 it refuses on the first "
@@ -301,6 +297,10 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run("08_roofline/roofline_bf16_t8192_d4096_h14336",
                 "The roofs measured on your GPU, then each kernel's FLOP per byte, achieved TFLOP/s and "
                 "TB/s, and the share of its roof it reaches."),
+            Run("04_attention/triton_b8_h16_s1024_d64_bf16_warm",
+                "Part 3's missing variant, our Triton attention kernel (forward, causal), checked "
+                "against SDPA in the run: compare its CUDA time per call with the SDPA backends of "
+                "Part 3's notebook."),
         ),
     ),
 )
