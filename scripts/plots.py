@@ -133,9 +133,26 @@ CATEGORY_COLOURS = {  # the memory timeline's categories, as PyTorch's own plot 
 }
 
 
+MEMORY_POINTS = 150  # per panel: about one per four pixel columns, a picture of ~140 kB, not megabytes
+
+
+def _thinned(times: list[float], series: list[list[int]], points: int = MEMORY_POINTS) -> tuple[list, list]:
+    """At most about `points` samples of a stacked step series: of each run of samples, the one with
+    the largest total, so that every peak stays in the picture at its height."""
+    if len(times) <= points:
+        return times, series
+    step = len(times) / points
+    keep = []
+    for n in range(points):
+        lo, hi = int(n * step), max(int((n + 1) * step), int(n * step) + 1)
+        keep.append(max(range(lo, min(hi, len(times))), key=lambda i: sum(s[i] for s in series)))
+    return [times[i] for i in keep], [[s[i] for i in keep] for s in series]
+
+
 def memory_timelines(timelines: dict[str, dict], categories: tuple[str, ...]) -> str:
     """One panel per run (label -> export_memory_timeline's times and bytes per category), the
-    categories stacked, on one byte scale; time in ms from each timeline's start."""
+    categories stacked, on one byte scale; time in ms from each timeline's start (thinned to
+    MEMORY_POINTS samples a panel, every peak kept)."""
     plt, fig, first = _figure(height_in=2.4 * len(timelines))
     fig.clear()
     axes = fig.subplots(len(timelines), 1, sharey=True, squeeze=False)[:, 0]
@@ -143,17 +160,17 @@ def memory_timelines(timelines: dict[str, dict], categories: tuple[str, ...]) ->
         ax.set_facecolor(CARD)
         ax.grid(True, which="major", color=GRID, linewidth=0.6)
         ax.set_axisbelow(True)
-        times = timeline["times_us"]
-        xs = [(t - times[0]) / 1000 for t in times]
         shown = [c for c in categories if any(timeline["bytes"].get(c, ()))]
-        ax.stackplot(xs, *[[b / 2**20 for b in timeline["bytes"][c]] for c in shown], step="post",
+        times, series = _thinned(timeline["times_us"], [timeline["bytes"][c] for c in shown])
+        xs = [(t - times[0]) / 1000 for t in times]
+        ax.stackplot(xs, *[[b / 2**20 for b in values] for values in series],
                      colors=[CATEGORY_COLOURS.get(c, "#9e9e9e") for c in shown],
                      labels=[c.replace("_", " ") for c in shown], linewidth=0)
         ax.set_title(label, fontsize=10, loc="left")
         ax.set_ylabel("MiB")
         ax.margins(x=0)
     axes[-1].set_xlabel("milliseconds since the first profiled step")
-    axes[0].legend(fontsize=8, ncols=4, loc="upper left", frameon=False)
+    axes[-1].legend(fontsize=8, ncols=4, loc="upper left", frameon=False)  # the lower panel has room above it
     return _svg(plt, fig)
 
 
