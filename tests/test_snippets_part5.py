@@ -66,7 +66,7 @@ def test_catalog_tags_are_the_names_the_snippets_choose():
 
 
 def test_part5_examples_are_refreshed_by_name_and_shown():
-    keys = {e.key for e in catalog.select(["07_shapes_stacks", "08_roofline", "04_attention"])}
+    keys = {e.key for e in catalog.select(["06_memory", "07_shapes_stacks", "08_roofline", "04_attention"])}
     assert {e.key for e in catalog.PART5} <= keys
     assert {e.key for e in catalog.PART5} <= {e.key for e in catalog.select(None)}
 
