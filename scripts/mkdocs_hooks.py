@@ -8,6 +8,7 @@ scripts.notebooks and scripts.pages, so the content would survive a move to anot
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -144,10 +145,30 @@ def on_page_content(html, page, **kwargs):
     return html
 
 
+PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
+MATERIAL_PALETTE_SCRIPT = re.compile(r'<script>var palette=__md_get\("__palette"\);.*?</script>', re.S)
+PALETTE_SCRIPT = "javascripts/palette.js"  # under docs/, inlined (exclude_docs keeps it off the site)
+
+
+def own_palette_switch(output: str, docs_dir: str) -> str:
+    """Material's light/dark switch replaced by ours (docs/javascripts/palette.js says why): its
+    form no longer a Material component, its inline script ours. A Material whose header differs
+    fails the build here rather than bringing back the cost unnoticed."""
+    if PALETTE_FORM not in output:
+        return output  # a page without the header's switch
+    script, found = MATERIAL_PALETTE_SCRIPT.subn(
+        lambda _: "<script>" + (Path(docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8") + "</script>",
+        output, count=1)
+    if not found:
+        raise PluginError("Material's palette script is not where scripts/mkdocs_hooks.py expects it")
+    return script.replace(PALETTE_FORM, '<form class="md-header__option" data-md-palette>', 1)
+
+
 def on_post_page(output, page, config):
     # Material's search dialog has no accessible name (Lighthouse: aria-dialog-name).
     output = output.replace('data-md-component="search" role="dialog"',
                             'data-md-component="search" role="dialog" aria-label="Search"', 1)
+    output = own_palette_switch(output, config.docs_dir)
     # The repository link stays a plain link: as a "source" component Material would fetch the
     # repository's stars and forks from api.github.com, a request to another site on every page.
     return output.replace('class="md-source" data-md-component="source"', 'class="md-source"')

@@ -356,7 +356,7 @@ def test_timelines_render_in_light_and_dark_schemes(visit):
     schemes = {}
     for scheme in ("default", "slate"):
         if scheme == "slate":
-            page.locator("form[data-md-component=palette] label:visible").click()
+            page.locator("form[data-md-palette] label:visible").click()
         assert page.evaluate("document.body.dataset.mdColorScheme") == scheme
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         picture = page.locator("figure.timeline img").first
@@ -368,6 +368,34 @@ def test_timelines_render_in_light_and_dark_schemes(visit):
         assert edge > 200, f"{scheme}: the picture's own light card is not what shows ({edge:.0f})"
         schemes[scheme] = background
     assert schemes["default"] != schemes["slate"]  # the toggle really changed the page
+
+
+def test_the_palette_follows_the_system_then_the_readers_choice_on_every_page(visit):
+    """Our light/dark switch (docs/javascripts/palette.js, in place of Material's): with no choice
+    saved, the system's preference decides before the page shows; a switch holds on the next page;
+    Enter on the focused switch moves to the next palette; and Material's palette component, whose
+    start-up restyles the whole page, is not mounted."""
+    for system, first, other in (("light", "default", "slate"), ("dark", "slate", "default")):
+        reader = visit(color_scheme=system)
+        errors = []
+        page = reader.open("blog/matmul-add/")
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        assert page.evaluate("document.body.dataset.mdColorScheme") == first, system
+        assert page.locator("[data-md-component=palette]").count() == 0
+        switch = page.locator("form[data-md-palette] label:visible")
+        assert switch.count() == 1  # one button: the way to the other palette
+        switch.click()
+        assert page.evaluate("document.body.dataset.mdColorScheme") == other, system
+        page.wait_for_function("document.querySelector('meta[name=color-scheme]')")
+        assert page.evaluate("document.querySelector('meta[name=color-scheme]').content") == (
+            "dark" if other == "slate" else "light")
+        following = reader.open("blog/linear-mlp/")
+        assert following.evaluate("document.body.dataset.mdColorScheme") == other, "choice not kept"
+        following.locator("form[data-md-palette] input:checked").focus()
+        following.keyboard.press("Enter")
+        assert following.evaluate("document.body.dataset.mdColorScheme") == first
+        assert following.url.endswith("blog/linear-mlp/")  # Enter switched, it submitted nothing
+        assert not errors
 
 
 # --- search --------------------------------------------------------------------------------------
