@@ -6,7 +6,7 @@ trace can become markup.
 Text and attribute values are escaped when an element is made; only `Markup`, what `h` and the
 other builders of this module return, goes in as it is. A plain `str` is text, whatever it holds,
 so forgetting to escape can only show too much escaping, never run a trace's markup. `escape` is
-also what the SVG writers use (scripts/timeline.py), so the pictures and the pages share one rule.
+also what the SVG writers use (scripts/timeline_svg.py), so the pictures and the pages share one rule.
 """
 
 from __future__ import annotations

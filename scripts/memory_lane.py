@@ -13,7 +13,8 @@ import re
 
 from .markup import h
 from .memory import format_bytes, memory_facts, memory_series
-from .timeline import MARGIN, PLOT_LEFT, PLOT_RIGHT, TimeScale
+from .timeline_geometry import TimeScale
+from .timeline_style import MARGIN, PLOT_LEFT, PLOT_RIGHT
 from .trace import Trace, Window
 
 LANE_H = 56  # px of one device's lane

@@ -57,6 +57,9 @@ def test_what_the_pages_cache_depends_on_includes_the_facts_and_the_sweeps():
     closure = set(cache.module_closure("scripts.render"))
     assert {"scripts.analysis", "scripts.blocks", "scripts.trace", "scripts.intervals", "scripts.timeline",
             "scripts.plots", "scripts.samples"} <= closure
+    # the timeline's drawing is spread over modules: every one of them keys the pictures
+    drawing = {path.stem for path in (ROOT / "scripts").glob("timeline_*.py")}
+    assert len(drawing) >= 6 and {f"scripts.{name}" for name in drawing} <= closure
 
 
 def test_only_module_level_functions_can_be_cached():

@@ -29,7 +29,8 @@ import pytest
 from scripts.analysis import facts
 from scripts.diff import delta, diff, diff_text
 from scripts.pages_diff import comparison_html
-from scripts.timeline import PLOT_LEFT, PLOT_RIGHT, render_timeline, shared_span_us
+from scripts.timeline import render_timeline, shared_span_us
+from scripts.timeline_style import PLOT_LEFT, PLOT_RIGHT
 from scripts.trace import build_trace, select_window
 from tests.fixtures.handmade import ADD, GEMM, TRITON, TraceWriter
 

@@ -8,6 +8,7 @@ import pytest
 
 from scripts import catalog
 from tests.conftest import ROOT
+from tests.post_helpers import FakeRun, gpu_names_typed
 from tests.test_site import parse, resolve
 
 PAGE = "blog/attention/index.html"
@@ -161,33 +162,16 @@ def test_naive_picture_draws_the_hidden_copy(built_site, page):
 
 
 def test_no_gpu_name_typed_in_the_prose():
-    fenced, offenders = False, []
-    for line in SOURCE.read_text(encoding="utf-8").splitlines():
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-            continue
-        if not fenced and re.search(r"\b[HB]200\b|\bH100\b", line) and "<!-- quoted -->" not in line:
-            offenders.append(line)
-    assert not offenders
+    assert not gpu_names_typed(SOURCE)
 
 
 # --- the helpers (scripts/posts/part3.py) ---------------------------------------------------------
 
-from types import SimpleNamespace  # noqa: E402
-
 from scripts.claims import samples  # noqa: E402
-from scripts.pages import Run, example  # noqa: E402
+from scripts.pages import example  # noqa: E402
 from scripts.posts import part3 as Q  # noqa: E402
 from scripts.trace import Window, build_trace  # noqa: E402
 from tests.timeline_traces import HOST_PID, STREAM, _Launcher, _metadata, _top_level  # noqa: E402
-
-
-class FakeRun:
-    events = Run.events
-
-    def __init__(self, trace):
-        self.trace = trace
-        self.example = SimpleNamespace(key="synthetic/run")
 
 
 def attention_like_trace() -> FakeRun:

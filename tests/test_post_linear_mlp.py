@@ -9,6 +9,7 @@ import pytest
 
 from scripts import catalog
 from tests.conftest import ROOT
+from tests.post_helpers import FakeRun, gpu_names_typed
 from tests.test_site import parse, resolve
 
 PAGE = "blog/linear-mlp/index.html"
@@ -176,37 +177,22 @@ def test_the_two_host_wait_shares_are_named_apart(page):
 
 
 def test_no_gpu_name_typed_in_the_prose():
-    """The GPU is named from the runs' metadata; a typed name is the series' (quoted) or inside code."""
-    fenced, offenders = False, []
-    for line in SOURCE.read_text(encoding="utf-8").splitlines():
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-            continue
-        if not fenced and re.search(r"\b[HB]200\b|\bH100\b", line) and "<!-- quoted -->" not in line:
-            offenders.append(line)
-    assert not offenders
+    assert not gpu_names_typed(SOURCE)
+
+
+def test_a_typed_gpu_name_is_found_in_prose_only(tmp_path):
+    post = tmp_path / "post.md"
+    post.write_text("Run on an H100.\n```python\nprint('B200')\n```\nThe H200 series <!-- quoted -->\n")
+    assert gpu_names_typed(post) == ["Run on an H100."]
 
 
 # --- the helpers (scripts/posts/part2.py) on hand-made inputs --------------------------------------
 
-from types import SimpleNamespace  # noqa: E402
-
 from scripts.claims import samples  # noqa: E402
-from scripts.pages import Run  # noqa: E402
 from scripts.posts import lowest, pairwise, pooled  # noqa: E402
 from scripts.posts import part2 as P  # noqa: E402
 from scripts.trace import build_trace  # noqa: E402
 from tests.timeline_traces import HOST_PID, _Launcher, _metadata, _top_level  # noqa: E402
-
-
-class FakeRun:
-    """What the helpers read of a scripts.pages.Run: its trace, its key, and Run's small queries."""
-
-    events = Run.events
-
-    def __init__(self, trace):
-        self.trace = trace
-        self.example = SimpleNamespace(key="synthetic/run")
 
 
 def mlp_like_trace() -> FakeRun:

@@ -12,21 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from scripts import timeline
-from scripts.timeline import (
-    KIND_STYLES,
-    Box,
-    LabelRequest,
-    Span,
-    format_us,
-    layout_timeline,
-    merge_spans,
-    nice_ticks,
-    place_labels,
-    render_timeline,
-    render_timeline_file,
-)
+from scripts import timeline_style as style
+from scripts.timeline import render_timeline, render_timeline_file
+from scripts.timeline_geometry import Box, LabelRequest, Link, Span, merge_spans, nice_ticks, place_labels
+from scripts.timeline_headline import facts_headline
+from scripts.timeline_layout import layout_timeline, thin_links
+from scripts.timeline_style import KIND_STYLES
+from scripts.timeline_svg import svg_of
 from scripts.trace import Window, build_trace, select_window
+from scripts.units import format_us
 from tests.timeline_traces import GEMM_KERNEL, TEMPLATE_KERNEL, cpu_trace, gpu_trace, large_gpu_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +117,7 @@ def test_cpu_rows_follow_nesting_depth():
 def test_deep_nesting_folds_into_the_last_row():
     trace = build_trace(cpu_trace(depth=12))
     layout = layout_timeline(trace)
-    assert len({bar.box.y for bar in layout.bars}) == timeline.MAX_CPU_ROWS
+    assert len({bar.box.y for bar in layout.bars}) == style.MAX_CPU_ROWS
     assert any(h.text == "+5 deeper levels folded in" for h in layout.headings)
 
 
@@ -191,7 +185,7 @@ def test_links_from_launches_before_the_window_start_at_its_edge(gpu):
     layout = layout_timeline(gpu, Window(250.0, 1250.0, "250-1250"))
     before = [link for link in layout.links if link.outside == "before"]
     assert len(before) == 2  # the add kernel and the memcpy of step 2 ran after 250 us
-    assert all(link.x1 == timeline.PLOT_LEFT for link in before)
+    assert all(link.x1 == style.PLOT_LEFT for link in before)
 
 
 def test_links_to_activities_after_the_window_end_at_its_edge(gpu):
@@ -200,7 +194,7 @@ def test_links_to_activities_after_the_window_end_at_its_edge(gpu):
     layout = layout_timeline(gpu, Window(0.0, 130.0, "0-130"))
     after = [link for link in layout.links if link.outside == "after"]
     assert len(after) == 1
-    assert after[0].x2 == timeline.PLOT_RIGHT
+    assert after[0].x2 == style.PLOT_RIGHT
     assert len([link for link in layout.links if not link.outside]) == 1
     assert any("dashed: one end outside the window" in item.text for item in layout.legend)
 
@@ -265,12 +259,12 @@ def test_no_host_names_or_absolute_paths(gpu_svg):
     assert "secret-host-name" not in gpu_svg
     assert "/home/someone" not in gpu_svg and "private" not in gpu_svg
     assert "Timeline of synthetic.json" in gpu_svg
-    assert timeline.clean_text("/home/me/proj/train.py(80): step") == "train.py(80): step"
+    assert style.clean_text("/home/me/proj/train.py(80): step") == "train.py(80): step"
     assert (
-        timeline.clean_text("torch/nn/modules/module.py(1739): _call_impl")
+        style.clean_text("torch/nn/modules/module.py(1739): _call_impl")
         == "torch/nn/modules/module.py(1739): _call_impl"
     )
-    assert timeline.clean_text("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD (Pageable -> Device)"
+    assert style.clean_text("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD (Pageable -> Device)"
 
 
 def test_step_bands_and_axis(gpu):
@@ -288,8 +282,8 @@ def test_bar_labels_fit_their_bars_and_shorten_kernel_names(gpu):
     layout = layout_timeline(gpu)
     for bar in layout.bars:
         if bar.label:
-            room = bar.box.w - 2 * timeline.BAR_TEXT_PAD
-            assert timeline.text_width(bar.label, timeline.font_px("bar")) <= room
+            room = bar.box.w - 2 * style.BAR_TEXT_PAD
+            assert style.text_width(bar.label, style.font_px("bar")) <= room
     labels = [bar.label for bar in layout.bars if bar.kind == "kernel" and bar.label]
     assert labels and all("<" not in label and "void" not in label for label in labels)
     assert any(label.startswith(GEMM_KERNEL[:8]) for label in labels)
@@ -325,17 +319,17 @@ def test_text_contrast_at_least_4_5_to_1():
         return (la + 0.05) / (lb + 0.05)
 
     for kind, (fill, _) in KIND_STYLES.items():
-        assert contrast(timeline.INK, fill) >= 4.5, kind
-    for ink in (timeline.INK, timeline.MUTED, timeline.GAP_INK):
-        for background in (timeline.CARD, timeline.LANE_TINT, timeline.STEP_TINT):
+        assert contrast(style.INK, fill) >= 4.5, kind
+    for ink in (style.INK, style.MUTED, style.GAP_INK):
+        for background in (style.CARD, style.LANE_TINT, style.STEP_TINT):
             assert contrast(ink, background) >= 4.5, (ink, background)
 
 
 def test_svg_has_its_own_opaque_background_and_fixed_width(gpu_svg):
     root = parse(gpu_svg)
-    assert root.get("viewBox").startswith(f"0 0 {timeline.WIDTH} ")
+    assert root.get("viewBox").startswith(f"0 0 {style.WIDTH} ")
     card = elements(root, "rect", "card")[0]
-    assert float(card.get("width")) >= timeline.WIDTH - 1
+    assert float(card.get("width")) >= style.WIDTH - 1
     assert re.search(r"\.card\{fill:#ffffff", gpu_svg)
 
 
@@ -358,10 +352,10 @@ def test_facts_headline_is_optional_and_defensive(gpu):
     svg = render_timeline(gpu, facts=Facts("compute-bound"))
     assert "GPU busy 38% of launched work · compute-bound" in texts(parse(svg), "headline")
     # Without the launched work, the time-window share, named as such.
-    assert timeline.facts_headline({"window_busy_pct": 12.0}) == "GPU busy 12% of the window"
-    assert timeline.facts_headline({"verdict": {"label": "overhead-bound"}}) == "overhead-bound"
-    assert timeline.facts_headline(object()) == ""
-    assert timeline.facts_headline(None) == ""
+    assert facts_headline({"window_busy_pct": 12.0}) == "GPU busy 12% of the window"
+    assert facts_headline({"verdict": {"label": "overhead-bound"}}) == "overhead-bound"
+    assert facts_headline(object()) == ""
+    assert facts_headline(None) == ""
     assert not texts(parse(render_timeline(gpu)), "headline")
 
 
@@ -413,8 +407,8 @@ def test_crowded_tiny_kernels_merge_and_show_their_busy_share():
 
 
 def test_thin_links_keeps_one_per_spacing_on_each_row():
-    links = [timeline.Link(0, 0, x, y, False) for y in (100, 200) for x in (10, 12, 17, 18.5, 30)]
-    kept = timeline.thin_links(links, min_spacing=8)
+    links = [Link(0, 0, x, y, False) for y in (100, 200) for x in (10, 12, 17, 18.5, 30)]
+    kept = thin_links(links, min_spacing=8)
     assert [(link.x2, link.y2) for link in kept] == [
         (10, 100),
         (18.5, 100),
@@ -450,8 +444,8 @@ def test_headline_uses_the_facts_of_the_drawn_window(gpu):
         "steps": [{"label": "ProfilerStep#2", "launched": {"busy_pct": 20.7},
                    "verdict": {"label": "overhead-bound"}}],
     }
-    assert timeline.facts_headline(facts, "ProfilerStep#2") == "GPU busy 21% of launched work · overhead-bound"
-    assert timeline.facts_headline(facts, "250-1250 us") == "whole trace: GPU busy 10% of launched work · mixed"
+    assert facts_headline(facts, "ProfilerStep#2") == "GPU busy 21% of launched work · overhead-bound"
+    assert facts_headline(facts, "250-1250 us") == "whole trace: GPU busy 10% of launched work · mixed"
 
 
 def test_headline_from_the_analyzer_when_it_is_there(gpu):
@@ -491,9 +485,9 @@ COLUMN_PX = 720  # the post's content column on a desktop screen: the picture is
 def test_text_reads_at_10_px_or_more_in_the_column(gpu_svg):
     """Every text element has a class with a type size; scaled to the column, none is under 10 px,
     the title not under 13 px."""
-    scale = COLUMN_PX / timeline.WIDTH
+    scale = COLUMN_PX / style.WIDTH
     sizes = {c: float(px) for c, px in re.findall(r"\.([a-z]+)\{font-size:([0-9.]+)px\}", gpu_svg)}
-    assert sizes == timeline.FONT_PX
+    assert sizes == style.FONT_PX
     for text in parse(gpu_svg).iter(SVG + "text"):
         assert sizes[text.get("class")] * scale >= 10.0, text.get("class")
     assert sizes["title"] * scale >= 13.0
@@ -510,30 +504,30 @@ def test_gutter_names_fit_the_gutter_and_wrap_when_long():
     lane = next(h for h in layout.headings if h.style == "lane" and h.tooltip.startswith("thread"))
     assert lane.lines == ("thread 4242", "(pt_autograd_0)")
     for heading in layout.headings:
-        size = timeline.font_px(heading.style)
-        right = timeline.PLOT_LEFT if heading.style != "group" else timeline.WIDTH / 2
+        size = style.font_px(heading.style)
+        right = style.PLOT_LEFT if heading.style != "group" else style.WIDTH / 2
         for line in heading.lines or [heading.text]:
-            assert heading.x + timeline.text_width(line, size) <= right
+            assert heading.x + style.text_width(line, size) <= right
     group = next(h for h in layout.headings if h.style == "group")
     assert group.text.startswith("python3 -m torch.distributed.run")
     assert group.text.endswith("… · pid 4242")
-    assert "thread 4242 (pt_autograd_0)" in texts(parse(timeline.svg_of(layout)), "lane")  # one element
+    assert "thread 4242 (pt_autograd_0)" in texts(parse(svg_of(layout)), "lane")  # one element
 
 
 def test_legend_and_ticks_stay_on_the_card_and_apart(gpu):
     layout = layout_timeline(gpu, Window(0.0, 130.0, "0-130"))  # every legend entry but two
-    size = timeline.font_px("legend")
+    size = style.font_px("legend")
     extents = [
-        (item.swatch.x, item.swatch.right + timeline.LEGEND_TEXT_GAP + timeline.text_width(item.text, size),
+        (item.swatch.x, item.swatch.right + style.LEGEND_TEXT_GAP + style.text_width(item.text, size),
          item.swatch.y)
         for item in layout.legend
     ]
     assert len({y for *_, y in extents}) >= 2, "the legend wraps"
     for x0, x1, y in extents:
-        assert timeline.MARGIN <= x0 and x1 <= timeline.WIDTH - timeline.MARGIN
+        assert style.MARGIN <= x0 and x1 <= style.WIDTH - style.MARGIN
     for (a0, a1, ay), (b0, b1, by) in zip(extents, extents[1:]):
         assert ay != by or a1 < b0
-    assert layout.legend[-1].swatch.bottom < layout.height - timeline.MARGIN
-    tick_size = timeline.font_px("tick")
+    assert layout.legend[-1].swatch.bottom < layout.height - style.MARGIN
+    tick_size = style.font_px("tick")
     centres = [tick.x for tick in layout.ticks[1:-1]]
-    assert all(b - a > timeline.text_width("0000 µs", tick_size) for a, b in zip(centres, centres[1:]))
+    assert all(b - a > style.text_width("0000 µs", tick_size) for a, b in zip(centres, centres[1:]))
