@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 from array import array
 from dataclasses import dataclass
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from operator import eq
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
 DIMS, TYPES, SEQUENCE, FORWARD = "Input Dims", "Input type", "Sequence number", "Fwd thread id"
-OP_ARGS = (DIMS, TYPES, SEQUENCE, FORWARD)
+OP_ARGS = (SEQUENCE, FORWARD, DIMS, TYPES)
 MISSING = object()  # an arg that an event does not have
 _NO_SEQUENCE = -(1 << 63)  # in the sequence column: see OpColumns.sequence
+_DECODED = (list, dict, int, float, bool)  # the types json decodes a value into, but str
+_NONE = (MISSING, MISSING, MISSING, MISSING)  # the OP_ARGS of an event without args
 
 
 def arg_text(value) -> str:
@@ -52,50 +54,49 @@ class OpColumns:
 
     def add(self, names: list[str], pids: list, tids: list, args: list | None) -> None:
         """Rows in file order; `args`: for each, a tuple of the OP_ARGS values (MISSING where
-        absent; the lists as `bytes` or `str` of their JSON text, or decoded), or None."""
+        absent; the lists as their JSON text (`str`, `bytes`, `msgspec.Raw`) or decoded), or
+        None."""
+        if not names:
+            return
         threads = self._threads
         pairs = list(zip(pids, tids))
         self.names += names
         self.threads += map(threads.setdefault, pairs, pairs)
         if not self.with_args:
             return
-        if args is None:
-            args = [None] * len(names)
-        dims, types, sequence, forward = self.dims, self.types, self.sequence, self.forward
-        for values in args:
-            if values is None:
-                dims.append("")
-                types.append("")
-                sequence.append(_NO_SEQUENCE)
-                forward.append(0)
-                continue
-            dim, kind, number, fwd = values
-            if dim is not MISSING:
-                self.has_dims = True
-            dims.append(self._text(dim))
-            types.append(self._text(kind))
-            if type(number) is int and -(1 << 63) < number < (1 << 63):
-                sequence.append(number)
+        if args is None or None in args:
+            args = [_NONE if values is None else values for values in args or repeat(_NONE, len(names))]
+        numbers, forward, dims, types = zip(*args)
+        self.has_dims = self.has_dims or any(dim is not MISSING for dim in dims)
+        self.dims += map(self._text, dims)
+        self.types += map(self._text, types)
+        self.forward += bytes(fwd is not MISSING and bool(fwd) for fwd in forward)
+        given = [_NO_SEQUENCE if number is MISSING else number for number in numbers]
+        if set(map(type, given)) == {int} and min(given) >= _NO_SEQUENCE and \
+                max(given) < (1 << 63):
+            self.sequence += array("q", given)
+            return
+        for number in numbers:
+            if type(number) is int and _NO_SEQUENCE < number < (1 << 63):
+                self.sequence.append(number)
             else:
                 if number is not MISSING and number is not None:
-                    self.sequence_other[len(sequence)] = number
-                sequence.append(_NO_SEQUENCE)
-            forward.append(1 if fwd is not MISSING and fwd else 0)
+                    self.sequence_other[len(self.sequence)] = number
+                self.sequence.append(_NO_SEQUENCE)
 
     def _text(self, value) -> str:
         if value is MISSING or value is None:
             return ""
-        key = value if isinstance(value, (bytes, str)) else repr(value)
+        kind = type(value)
+        text = kind is bytes or kind is str
+        if not text and kind not in _DECODED:  # a buffer (msgspec.Raw): its JSON text
+            value, text = bytes(memoryview(value)), True
+        key = value if text else repr(value)
         found = self._texts.get(key)
         if found is None:
-            decoded = json.loads(value) if isinstance(value, (bytes, str)) else value
+            decoded = json.loads(value) if text else value
             found = self._texts[key] = arg_text(decoded)
         return found
-
-    def sequence_at(self, row: int):
-        """Row's `Sequence number` (None without one)."""
-        number = self.sequence[row]
-        return self.sequence_other.get(row) if number == _NO_SEQUENCE else number
 
 
 def op_values(args: dict) -> tuple | None:
@@ -149,7 +150,11 @@ def _op_rows(trace, kind: str) -> OpRows | None:
         if columns.with_args:
             rows.dims = list(map(columns.dims.__getitem__, order))
             rows.types = list(map(columns.types.__getitem__, order))
-            rows.sequence = list(map(columns.sequence_at, order))
+            sequence = list(map(columns.sequence.__getitem__, order))
+            if _NO_SEQUENCE in sequence:
+                sequence = [columns.sequence_other.get(i) if number == _NO_SEQUENCE else number
+                            for i, number in zip(order, sequence)]
+            rows.sequence = sequence
             rows.forward = [bool(columns.forward[i]) for i in order]
             rows.has_dims = columns.has_dims
         return rows

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import asdict, dataclass, field
+from itertools import compress
 
 from .analysis import rounded, short_name
 from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
@@ -209,16 +210,15 @@ def _enclosing(ts: list[float], end: list[float], threads: list,
                queries: list[tuple[tuple, float]]) -> list[list[int]]:
     """`enclosing` of rows in trace order, as row numbers: one sweep per thread with a stack of
     open rows."""
-    by_thread: dict[tuple, list[int]] = {}
-    for j, thread in enumerate(threads):
-        mine = by_thread.get(thread)
-        if mine is None:
-            mine = by_thread[thread] = []
-        mine.append(j)
+    by_thread: dict[tuple, list[int]] = {}  # the rows of each thread asked about
+    distinct = set(threads)
+    for thread in {thread for thread, _ in queries} & distinct:
+        by_thread[thread] = (list(range(len(threads))) if len(distinct) == 1 else
+                             list(compress(range(len(threads)), map(thread.__eq__, threads))))
     found: list[list[int]] = [[] for _ in queries]
     order = sorted(range(len(queries)), key=lambda i: queries[i][1])
     at: dict[tuple, int] = {}  # thread -> next row to open
-    stacks: dict[tuple, list[int]] = {}
+    stacks: dict[tuple, list] = {}  # thread -> the open rows, as (end, row)
     for i in order:
         thread, t = queries[i]
         mine = by_thread.get(thread)
@@ -226,17 +226,20 @@ def _enclosing(ts: list[float], end: list[float], threads: list,
             continue
         stack = stacks.setdefault(thread, [])
         k = at.get(thread, 0)
-        while k < len(mine) and ts[mine[k]] <= t:
+        count = len(mine)
+        while k < count:
             j = mine[k]
             start = ts[j]
-            while stack and end[stack[-1]] < start:
+            if start > t:
+                break
+            while stack and stack[-1][0] < start:
                 stack.pop()
-            stack.append(j)
+            stack.append((end[j], j))
             k += 1
         at[thread] = k
-        while stack and end[stack[-1]] < t:
+        while stack and stack[-1][0] < t:
             stack.pop()
-        found[i] = [j for j in stack if end[j] >= t]  # nesting in a trace is not always exact
+        found[i] = [j for e, j in stack if e >= t]  # nesting in a trace is not always exact
     return found
 
 

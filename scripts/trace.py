@@ -330,8 +330,8 @@ class _Builder:
         self.columns_of = OP_ARG_KINDS & self.skip_kinds
         self.keep_args |= OP_ARG_KINDS - self.skip_kinds
         if "cpu_op" in self.columns_of:
-            self.kept_args = KEPT_ARGS + OP_ARGS[2:]
-            self.raw_args = OP_ARGS[:2]
+            self.kept_args = KEPT_ARGS + OP_ARGS[:2]
+            self.raw_args = OP_ARGS[2:]
         self._times_only()
 
     def add_raw(self, raw) -> None:
@@ -416,8 +416,7 @@ class _Builder:
                 n = len(KEPT_ARGS)
                 for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
                     if values is not None:
-                        dims, types = (v if v is MISSING else bytes(v) for v in values[n + 2:])
-                        op_args[i] = (dims, types, values[n], values[n + 1])
+                        op_args[i] = values[n:]  # OP_ARGS, in their order
         self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column],
                           op_args)
 
