@@ -12,7 +12,7 @@ import json
 from array import array
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
-from operator import eq
+from operator import add, eq
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -110,9 +110,9 @@ def op_values(args: dict) -> tuple | None:
 class OpRows:
     """The events of one kind in trace order, as columns (`row` i of each)."""
 
-    ts: list[float]
-    end: list[float]
-    dur: list[float]
+    ts: list[float] | array  # arrays of "d" from columns
+    end: list[float] | array
+    dur: list[float] | array
     names: list[str]
     threads: list[tuple]
     dims: list[str] | None  # arg_text of the args (None: the kind has no args kept)
@@ -142,9 +142,10 @@ def _op_rows(trace, kind: str) -> OpRows | None:
         if columns is None:
             return None
         order = trace_order(skipped.ts, skipped.dur)
-        ts = list(map(skipped.ts.__getitem__, order))
-        dur = list(map(skipped.dur.__getitem__, order))
-        rows = OpRows(ts, [a + b for a, b in zip(ts, dur)], dur,
+        # Times as arrays: 8 bytes a value, where a list of floats takes 32.
+        ts = array("d", map(skipped.ts.__getitem__, order))
+        dur = array("d", map(skipped.dur.__getitem__, order))
+        rows = OpRows(ts, array("d", map(add, ts, dur)), dur,
                       list(map(columns.names.__getitem__, order)),
                       list(map(columns.threads.__getitem__, order)), None, None, None, None, False)
         if columns.with_args:
