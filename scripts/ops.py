@@ -2,7 +2,8 @@
 
 The facts engine reads CPU ops and Python frames only as times (scripts.analysis); these facts
 need their args, so the trace must be loaded with them kept:
-`load_trace(path, keep_args=OP_ARG_KINDS)`.
+`load_trace(path, keep_args=OP_ARG_KINDS)`, or in the analyzer's one pass, as columns
+(`load_trace(path, skip_kinds=..., op_args=None)`: scripts/oprows.py).
 
 - Shapes. `record_shapes=True` gives each CPU op the args `Input Dims` (one list per input: a
   tensor's sizes, `[]` for a scalar, a list of lists for a tensor list) and `Input type` (the
