@@ -202,9 +202,11 @@ def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Pa
 def _load(path: TracePath, args: argparse.Namespace, full: bool) -> tuple[Trace, int | None]:
     """The trace, and the number of the step to describe (None: not a step). `full`: build every
     event, for a timeline or the blocks (the facts read some kinds only as times)."""
+    # The ops' args in the same pass where the profiler's flags before the events ask for them.
     trace = load_trace(path, progress=_progress_printer(path),
-                       skip_kinds=frozenset() if full else TIMES_ONLY_KINDS)
-    if path != STDIN and needs_op_args(trace):  # memory, shapes or stacks: read their ops' args
+                       skip_kinds=frozenset() if full else TIMES_ONLY_KINDS, op_args=None)
+    if path != STDIN and not trace.op_args and needs_op_args(trace):  # no flags: read again
+        trace = None  # freed before the second reading
         trace = load_trace(path, keep_args=OP_ARG_KINDS)
     trace.source = display_name(path)  # what the facts and their errors call it
     if args.window:

@@ -28,7 +28,8 @@ PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", 
 class Runs:
     """Decodes runs of whole events for one sink: its times-only categories, its kept args."""
 
-    def __init__(self, msgspec, times_only_cats: tuple[str, ...], kept_args: tuple[str, ...]):
+    def __init__(self, msgspec, times_only_cats: tuple[str, ...], kept_args: tuple[str, ...],
+                 raw_args: tuple[str, ...] = (), absent_arg: object = None):
         from typing import Any, Union
 
         unset = msgspec.UNSET
@@ -48,8 +49,11 @@ class Runs:
         self.complete = complete
         self.shown = frozenset(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
         self.events = msgspec.json.Decoder(list[Union[(complete, *others)]])
-        args = msgspec.defstruct("Args", [(f"a{i}", Any, msgspec.field(default=unset, name=key))
-                                          for i, key in enumerate(kept_args)])
+        missing = unset if absent_arg is None else absent_arg
+        args = msgspec.defstruct("Args", [
+            (f"a{i}", kind, msgspec.field(default=missing, name=key))
+            for i, (key, kind) in enumerate([*((key, Any) for key in kept_args),
+                                             *((key, msgspec.Raw) for key in raw_args)])])
         self.args = msgspec.json.Decoder(list[args | None])
         self.any = msgspec.json.Decoder()
         self.astuple = msgspec.structs.astuple
@@ -169,4 +173,5 @@ def runs_for(sink) -> Runs | None:
         return None
     _ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeError, ValueError,
                RecursionError)
-    return Runs(msgspec, sink.times_only_cats, sink.kept_args)
+    return Runs(msgspec, sink.times_only_cats, sink.kept_args, getattr(sink, "raw_args", ()),
+                getattr(sink, "absent", None))

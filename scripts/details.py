@@ -5,10 +5,11 @@
 `analyze.py` prints after the facts, as text or inside the JSON object. A trace without them
 gives None: the analyzer then prints exactly what it printed before they existed.
 
-The facts engine loads CPU ops and Python frames as times only; `needs_op_args` says, from that
-fast load, whether the trace holds what these facts read (memory events, Python frames, or the
-profiler's own `record_shapes` / `with_stack` / `profile_memory` flags in its metadata), so that
-the analyzer loads it again with the ops' args only then.
+The facts engine loads CPU ops and Python frames as times only, and with them, in the same pass,
+what these facts read where the profiler's own `record_shapes` / `with_stack` / `profile_memory`
+flags come before the events (`load_trace(op_args=None)`, as Kineto writes them). Where they do
+not, `needs_op_args` says from that load whether the trace holds what these facts read (memory
+events or Python frames), so that the analyzer loads it again with the ops' args only then.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from dataclasses import dataclass
 from .console import printable
 from .memory import MemoryFacts, has_memory, memory_facts, memory_text
 from .ops import OpFacts, op_facts, op_text
-from .trace import Trace, Window
-
-PROFILER_FLAGS = ("record_shapes", "with_stack", "profile_memory")
+from .trace import PROFILER_FLAGS, Trace, Window
 
 
 @dataclass
@@ -42,7 +41,7 @@ def needs_op_args(trace: Trace) -> bool:
 def details(trace: Trace, window: Window | None = None) -> Details | None:
     """Memory, shapes and stacks of `window` (default: the whole trace); None without any."""
     memory = memory_facts(trace, window)
-    ops = op_facts(trace, window) if "cpu_op" not in trace.skipped else None
+    ops = op_facts(trace, window) if trace.op_args or "cpu_op" not in trace.skipped else None
     if (memory is None or not memory.devices) and ops is None:
         return None
     return Details(memory if memory is not None and memory.devices else None, ops)

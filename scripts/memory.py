@@ -27,7 +27,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass, field
 
 from .analysis import rounded
-from .trace import Event, Instant, Trace, Window
+from .oprows import op_rows
+from .trace import Instant, Trace, Window
 
 MEMORY_EVENT = "[memory]"
 LARGEST = 5  # the largest allocations listed per device
@@ -271,21 +272,24 @@ class _OpIndex:
     """The CPU ops of each host thread, in trace order, to find the one running at a time."""
 
     def __init__(self, trace: Trace):
-        self.by_thread: dict[tuple, list[Event]] = {}
-        for op in trace.by_kind.get("cpu_op", []):
-            self.by_thread.setdefault((op.pid, op.tid), []).append(op)
-        self.starts = {key: [op.ts for op in ops] for key, ops in self.by_thread.items()}
+        self.by_thread: dict[tuple, list[int]] = {}  # rows of `self.ops`
+        self.ops = op_rows(trace, "cpu_op")  # Events or columns (scripts.oprows)
+        for row, thread in enumerate(self.ops.threads if self.ops is not None else ()):
+            self.by_thread.setdefault(thread, []).append(row)
+        ts = self.ops.ts if self.ops is not None else []
+        self.starts = {key: list(map(ts.__getitem__, rows)) for key, rows in self.by_thread.items()}
 
     def innermost(self, thread: tuple, ts: float) -> str | None:
         """The innermost op on `thread` running at `ts`. Ops nest, sorted by start (the longer
         first among equal starts), so walking back from `ts` the first op that still runs at
         `ts` is the one that started last: the innermost."""
-        ops = self.by_thread.get(thread)
-        if not ops:
+        rows = self.by_thread.get(thread)
+        if not rows:
             return None
+        end, names = self.ops.end, self.ops.names
         for i in range(bisect_right(self.starts[thread], ts) - 1, -1, -1):
-            if ops[i].end >= ts:
-                return ops[i].name
+            if end[rows[i]] >= ts:
+                return names[rows[i]]
         return None
 
 

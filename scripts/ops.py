@@ -2,7 +2,8 @@
 
 The facts engine reads CPU ops and Python frames only as times (scripts.analysis); these facts
 need their args, so the trace must be loaded with them kept:
-`load_trace(path, keep_args=OP_ARG_KINDS)`.
+`load_trace(path, keep_args=OP_ARG_KINDS)`, or in the analyzer's one pass, as columns
+(`load_trace(path, skip_kinds=..., op_args=None)`: scripts/oprows.py).
 
 - Shapes. `record_shapes=True` gives each CPU op the args `Input Dims` (one list per input: a
   tensor's sizes, `[]` for a scalar, a list of lists for a tensor list) and `Input type` (the
@@ -24,16 +25,14 @@ need their args, so the trace must be loaded with them kept:
 
 from __future__ import annotations
 
-import json
 import re
 import sys
-from bisect import bisect_left
 from dataclasses import asdict, dataclass, field
+from itertools import compress
 
 from .analysis import rounded, short_name
+from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
 from .trace import Event, Trace, Window
-
-OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # load_trace(keep_args=...) for these facts
 TOP_SHAPES = 15
 TOP_SOURCES = 10
 STACK_DEPTH = 16  # enclosing frames kept per source line, innermost first, to the user's
@@ -90,11 +89,12 @@ class OpFacts:
 
 
 def has_shapes(trace: Trace) -> bool:
-    return any("Input Dims" in op.args for op in trace.by_kind.get("cpu_op", []))
+    rows = op_rows(trace, "cpu_op")
+    return rows is not None and rows.has_dims
 
 
 def has_stacks(trace: Trace) -> bool:
-    return bool(trace.by_kind.get("python"))
+    return bool(op_rows(trace, "python"))
 
 
 def op_facts(trace: Trace, window: Window | None = None, top_shapes: int = TOP_SHAPES,
@@ -102,8 +102,9 @@ def op_facts(trace: Trace, window: Window | None = None, top_shapes: int = TOP_S
     """Shapes and stacks of `window` (default: the whole trace), or None when the trace has
     neither (or was loaded without the args: see the module's docstring)."""
     window = window or Window(0.0, trace.end_us, "whole trace")
-    shapes = shape_facts(trace, window, top_shapes) if has_shapes(trace) else []
-    sources = source_facts(trace, window, top_sources) if has_stacks(trace) else []
+    cpu, python = op_rows(trace, "cpu_op"), op_rows(trace, "python")
+    shapes = _shape_facts(cpu, window, top_shapes) if cpu is not None and cpu.has_dims else []
+    sources = _source_facts(trace, cpu, python, window, top_sources) if python else []
     if not shapes and not sources:
         return None
     return OpFacts(window.label, window.start, window.end, shapes, sources)
@@ -115,38 +116,51 @@ def op_facts(trace: Trace, window: Window | None = None, top_shapes: int = TOP_S
 def self_times(ops: list[Event]) -> dict[int, float]:
     """id(op) -> its duration minus the durations of the ops directly inside it on its thread
     (clamped at 0). `ops` in trace order (parents before children)."""
-    children: dict[int, float] = {}
-    open_by_thread: dict[tuple, list[Event]] = {}
-    for op in ops:
-        stack = open_by_thread.setdefault((op.pid, op.tid), [])
-        while stack and stack[-1].end <= op.ts:
+    own = _self_times([op.ts for op in ops], [op.end for op in ops], [op.dur for op in ops],
+                      [(op.pid, op.tid) for op in ops])
+    return dict(zip(map(id, ops), own))
+
+
+def _self_times(ts: list[float], end: list[float], dur: list[float], threads: list) -> list[float]:
+    """Each row's self time (as `self_times`), rows in trace order."""
+    children = [0.0] * len(ts)
+    open_by_thread: dict[tuple, list[int]] = {}
+    for j, thread in enumerate(threads):
+        stack = open_by_thread.get(thread)
+        if stack is None:
+            stack = open_by_thread[thread] = []
+        start = ts[j]
+        while stack and end[stack[-1]] <= start:
             stack.pop()
         if stack:
-            children[id(stack[-1])] = children.get(id(stack[-1]), 0.0) + op.dur
-        stack.append(op)
-    return {id(op): max(op.dur - children.get(id(op), 0.0), 0.0) for op in ops}
-
-
-def _arg_text(value) -> str:
-    return "" if value is None else json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
+            children[stack[-1]] += dur[j]
+        stack.append(j)
+    return [max(d - c, 0.0) for d, c in zip(dur, children)]
 
 
 def shape_facts(trace: Trace, window: Window, top: int = TOP_SHAPES) -> list[ShapeStat]:
     """The `top` (name, input dims, input types) groups of the ops that start in the window, by
     self time (then total time, then name)."""
-    ops = trace.by_kind.get("cpu_op", [])
-    own = self_times(ops)
+    rows = op_rows(trace, "cpu_op")
+    return _shape_facts(rows, window, top) if rows is not None else []
+
+
+def _shape_facts(ops: OpRows, window: Window, top: int) -> list[ShapeStat]:
+    own = _self_times(ops.ts, ops.end, ops.dur, ops.threads)
     groups: dict[tuple, list] = {}
     all_self = 0.0
-    for op in ops:
-        if not window.start <= op.ts < window.end:
+    lo, hi = window.start, window.end
+    for ts, name, dims, types, dur, mine in zip(ops.ts, ops.names, ops.dims, ops.types, ops.dur,
+                                                own):
+        if not lo <= ts < hi:
             continue
-        key = (op.name, _arg_text(op.args.get("Input Dims")), _arg_text(op.args.get("Input type")))
-        entry = groups.setdefault(key, [0, 0.0, 0.0])
+        entry = groups.get((name, dims, types))
+        if entry is None:
+            entry = groups[(name, dims, types)] = [0, 0.0, 0.0]
         entry[0] += 1
-        entry[1] += op.dur
-        entry[2] += own[id(op)]
-        all_self += own[id(op)]
+        entry[1] += dur
+        entry[2] += mine
+        all_self += mine
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1][2], -kv[1][1], kv[0]))[:top]
     return [ShapeStat(name, dims, types, count, total, self_us, total / count,
                       100.0 * self_us / all_self if all_self else 0.0)
@@ -187,68 +201,95 @@ def short_frame(frame: str, parts: int = 3, width: int = 100) -> str:
 
 def enclosing(events: list[Event], queries: list[tuple[tuple, float]]) -> list[list[Event]]:
     """For each (thread, time) query, the events of `events` (trace order) on that thread that
-    run at that time, outermost first: one sweep per thread with a stack of open events."""
-    by_thread: dict[tuple, list[Event]] = {}
-    for event in events:
-        by_thread.setdefault((event.pid, event.tid), []).append(event)
-    found: list[list[Event]] = [[] for _ in queries]
+    run at that time, outermost first."""
+    found = _enclosing([e.ts for e in events], [e.end for e in events],
+                       [(e.pid, e.tid) for e in events], queries)
+    return [list(map(events.__getitem__, rows)) for rows in found]
+
+
+def _enclosing(ts: list[float], end: list[float], threads: list,
+               queries: list[tuple[tuple, float]]) -> list[list[int]]:
+    """`enclosing` of rows in trace order, as row numbers: one sweep per thread with a stack of
+    open rows."""
+    by_thread: dict[tuple, list[int]] = {}  # the rows of each thread asked about
+    distinct = set(threads)
+    for thread in {thread for thread, _ in queries} & distinct:
+        by_thread[thread] = (list(range(len(threads))) if len(distinct) == 1 else
+                             list(compress(range(len(threads)), map(thread.__eq__, threads))))
+    found: list[list[int]] = [[] for _ in queries]
     order = sorted(range(len(queries)), key=lambda i: queries[i][1])
-    at: dict[tuple, int] = {}  # thread -> next event to open
-    stacks: dict[tuple, list[Event]] = {}
+    at: dict[tuple, int] = {}  # thread -> next row to open
+    stacks: dict[tuple, list] = {}  # thread -> the open rows, as (end, row)
     for i in order:
-        thread, ts = queries[i]
+        thread, t = queries[i]
         mine = by_thread.get(thread)
         if not mine:
             continue
         stack = stacks.setdefault(thread, [])
-        j = at.get(thread, 0)
-        while j < len(mine) and mine[j].ts <= ts:
-            event = mine[j]
-            while stack and stack[-1].end < event.ts:
+        k = at.get(thread, 0)
+        count = len(mine)
+        while k < count:
+            j = mine[k]
+            start = ts[j]
+            if start > t:
+                break
+            while stack and stack[-1][0] < start:
                 stack.pop()
-            stack.append(event)
-            j += 1
-        at[thread] = j
-        while stack and stack[-1].end < ts:
+            stack.append((end[j], j))
+            k += 1
+        at[thread] = k
+        while stack and stack[-1][0] < t:
             stack.pop()
-        found[i] = [e for e in stack if e.end >= ts]  # nesting in a trace is not always exact
+        found[i] = [j for e, j in stack if e >= t]  # nesting in a trace is not always exact
     return found
 
 
-def _down_to_user(frames: list[Event]) -> list[Event]:
-    """The frames (outermost first) innermost first, down to the innermost user frame."""
-    inner = frames[::-1]
-    at = next((i for i, f in enumerate(inner) if not is_library_frame(f.name)), len(inner) - 1)
-    return inner[:at + 1]
+class _Frames:
+    """Python frame names, with whether each is library code (asked once per name)."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        self.library: dict[str, bool] = {}
+
+    def is_library(self, row: int) -> bool:
+        name = self.names[row]
+        found = self.library.get(name)
+        if found is None:
+            found = self.library[name] = is_library_frame(name)
+        return found
+
+    def down_to_user(self, chain: list[int]) -> list[str]:
+        """The frames (outermost first) innermost first, down to the innermost user frame."""
+        inner = chain[::-1]
+        at = next((i for i, f in enumerate(inner) if not self.is_library(f)), len(inner) - 1)
+        return [self.names[f] for f in inner[:at + 1]]
+
+    def user_frame(self, chain: list[int]) -> str | None:
+        """The innermost frame of user code among enclosing frames (outermost first)."""
+        return next((self.names[f] for f in reversed(chain) if not self.is_library(f)), None)
 
 
-def _user_frame(frames: list[Event]) -> str | None:
-    """The innermost frame of user code among enclosing frames (outermost first)."""
-    return next((f.name for f in reversed(frames) if not is_library_frame(f.name)), None)
-
-
-def _frames_of_forward(trace: Trace, python: list[Event], frames: list[list[Event]],
-                       ops: list[list[Event]]) -> None:
+def _frames_of_forward(ops: OpRows, python: OpRows, frames: list[list[int]],
+                       op_chains: list[list[int]]) -> None:
     """Work of the backward pass runs on autograd's thread, which has no Python frames: its
     frames are those of the forward op it differentiates, found as autograd links them (the
     backward op's `Sequence number`, with a `Fwd thread id`, names the forward op's). Fills in
     `frames` where they are empty and such a link exists."""
-    forward: dict[int, Event] = {}
-    for op in trace.by_kind.get("cpu_op", []):
-        seq = op.args.get("Sequence number")
-        if type(seq) is int and not op.args.get("Fwd thread id"):
-            forward.setdefault(seq, op)  # the outermost op of that sequence number
+    forward: dict[int, int] = {}
+    for j, (seq, fwd) in enumerate(zip(ops.sequence, ops.forward)):
+        if type(seq) is int and not fwd:
+            forward.setdefault(seq, j)  # the outermost op of that sequence number
     wanted, queries = [], []
-    for i, (chain, op_chain) in enumerate(zip(frames, ops)):
+    sequence, is_backward = ops.sequence, ops.forward
+    for i, (chain, op_chain) in enumerate(zip(frames, op_chains)):
         if chain:
             continue
-        linked = next((forward.get(op.args.get("Sequence number")) for op in reversed(op_chain)
-                       if op.args.get("Fwd thread id") and
-                       forward.get(op.args.get("Sequence number")) is not None), None)
+        linked = next((forward.get(sequence[j]) for j in reversed(op_chain)
+                       if is_backward[j] and forward.get(sequence[j]) is not None), None)
         if linked is not None:
             wanted.append(i)
-            queries.append(((linked.pid, linked.tid), linked.ts))
-    for i, chain in zip(wanted, enclosing(python, queries)):
+            queries.append((ops.threads[linked], ops.ts[linked]))
+    for i, chain in zip(wanted, _enclosing(python.ts, python.end, python.threads, queries)):
         frames[i] = chain
 
 
@@ -256,33 +297,47 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
     """The `top` (name, Python line) pairs by total time: of the GPU activities launched in the
     window (by their launch call's start, as the facts engine places them), or on a trace
     without GPU work, of the CPU ops that start in it, by self time."""
+    python = op_rows(trace, "python")
+    if not python:
+        return []
+    return _source_facts(trace, op_rows(trace, "cpu_op"), python, window, top)
+
+
+def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Window,
+                  top: int) -> list[SourceLine]:
     items = []  # (name, kind, time, thread, ts)
     for activity in trace.gpu_activities:
         launch = trace.launch_of(activity)
         if launch is not None and window.start <= launch.ts < window.end:
             items.append((activity.name, activity.kind, activity.dur, (launch.pid, launch.tid),
                           launch.ts))
-    if not items and not trace.gpu_activities:
-        ops = trace.by_kind.get("cpu_op", [])
-        own = self_times(ops)
-        items = [(op.name, "cpu_op", own[id(op)], (op.pid, op.tid), op.ts) for op in ops
-                 if window.start <= op.ts < window.end]
+    if not items and not trace.gpu_activities and ops is not None:
+        own = _self_times(ops.ts, ops.end, ops.dur, ops.threads)
+        items = [(name, "cpu_op", mine, thread, ts)
+                 for name, mine, thread, ts in zip(ops.names, own, ops.threads, ops.ts)
+                 if window.start <= ts < window.end]
     if not items:
         return []
     queries = [(thread, ts) for _, _, _, thread, ts in items]
-    python = trace.by_kind.get("python", [])
-    frames = enclosing(python, queries)
-    ops = enclosing(trace.by_kind.get("cpu_op", []), queries)
-    _frames_of_forward(trace, python, frames, ops)
+    frames = _enclosing(python.ts, python.end, python.threads, queries)
+    if ops is not None:
+        op_chains = _enclosing(ops.ts, ops.end, ops.threads, queries)
+        if ops.sequence is not None:
+            _frames_of_forward(ops, python, frames, op_chains)
+    else:
+        op_chains = [[] for _ in queries]
+    names = _Frames(python.names)
     totals: dict[str, float] = {}
     groups: dict[tuple, list] = {}  # (name, kind, frame) -> count, time, ops, stack
-    for (name, kind, time, _, _), chain, op_chain in zip(items, frames, ops):
+    for (name, kind, time, _, _), chain, op_chain in zip(items, frames, op_chains):
         totals[kind] = totals.get(kind, 0.0) + time
-        frame = _user_frame(chain)
-        entry = groups.setdefault((name, kind, frame), [0, 0.0, {}, chain])
+        frame = names.user_frame(chain)
+        entry = groups.get((name, kind, frame))
+        if entry is None:
+            entry = groups[(name, kind, frame)] = [0, 0.0, {}, chain]
         entry[0] += 1
         entry[1] += time
-        op = op_chain[-1].name if op_chain and kind != "cpu_op" else None
+        op = ops.names[op_chain[-1]] if op_chain and kind != "cpu_op" else None
         if op is not None:
             entry[2][op] = entry[2].get(op, 0) + 1
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][2] or ""))[:top]
@@ -291,7 +346,7 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
         share_pct=100.0 * time / totals[kind] if totals[kind] else 0.0,
         op=max(op_counts, key=lambda o: (op_counts[o], o)) if op_counts else None,
         frame=None if frame is None else short_frame(frame),
-        stack=[short_frame(f.name) for f in _down_to_user(chain)][:STACK_DEPTH],
+        stack=[short_frame(f) for f in names.down_to_user(chain)][:STACK_DEPTH],
     ) for (name, kind, frame), (count, time, op_counts, chain) in ranked]
 
 

@@ -50,6 +50,10 @@ class EventSink(Protocol):
     # The categories (as spelled in the file) whose complete events need only their times.
     times_only_cats: tuple[str, ...]
 
+    def header(self, metadata: dict) -> None:
+        """The top-level keys before traceEvents, read before its events (not called for the
+        JSON Array Format)."""
+
     def add_raw(self, raw: object) -> None:
         """One element of traceEvents, decoded by json."""
 
@@ -65,16 +69,19 @@ class EventSink(Protocol):
     def add_unread(self, count: int) -> None:
         """Events read over without a field taken (flows)."""
 
-    # The args keys whose integer values `add_columns` gives (the compiled path).
+    # The args keys whose values `add_columns` gives (the compiled path), decoded, and after
+    # them those given as their JSON text (`msgspec.Raw`); `absent` where an event has none.
     kept_args: tuple[str, ...]
+    raw_args: tuple[str, ...]
+    absent: object
 
     def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
         """As add_complete, from the compiled path (`scripts.compiled`): `args` holds each
         event's args object undecoded (None without one); `read_args(some of them)` gives for
-        each None (null) or the values of `kept_args` in order, of any JSON type,
-        `msgspec.UNSET` where absent; ValueError where they do not read."""
+        each None (null) or the values of `kept_args` and `raw_args` in order, of any JSON type,
+        `absent` where absent; ValueError where they do not read."""
 
 
 # --- JSON values in the text ------------------------------------------------------------------
@@ -240,6 +247,7 @@ def _top_object(text: _Reader, sink: EventSink) -> dict:
                 if has_events:
                     raise text.fail("not a readable trace (two traceEvents lists)")
                 text.pos += 1
+                sink.header(metadata)
                 _Events(text, sink).read()
                 has_events = True
             else:

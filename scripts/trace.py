@@ -32,6 +32,7 @@ from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
 
 from .columns import int_args
+from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, op_values
 from .parse import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, read_trace  # noqa: F401
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
@@ -68,6 +69,8 @@ KEPT_ARGS = ("correlation", "stream", "device", "bytes", "est. achieved occupanc
 # Host-side kinds that make up most of a trace and whose args nothing reads.
 _ARGLESS_KINDS = frozenset({"cpu_op", "python", "annotation", "overhead", "trace"})
 _NO_ARGS: dict = {}  # shared by every event without kept args; never mutated
+# The profiler's flags among a trace's top-level keys: it recorded shapes, stacks or memory.
+PROFILER_FLAGS = ("record_shapes", "with_stack", "profile_memory")
 
 
 @contextmanager
@@ -126,6 +129,8 @@ class Skipped:
 
     ts: array  # of floats ("d")
     dur: array
+    # With load_trace(op_args=...): their names, threads and the args scripts.ops reads.
+    columns: OpColumns | None = None
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -143,6 +148,7 @@ class Trace:
     # The kinds that `load_trace(skip_kinds=...)` left out of `events`, with their times; they
     # still count in `event_count`, `end_us`, `origin_us` and `times`.
     skipped: dict[str, Skipped] = field(default_factory=dict)
+    op_args: bool = False  # whether load_trace(op_args=...) kept what scripts.ops reads
 
     @property
     def event_count(self) -> int:
@@ -279,15 +285,21 @@ class _Builder:
     Times stay absolute until `finish`, which knows the earliest one. Events of `skip_kinds` are
     only counted, and their times kept for `finish`."""
 
-    def __init__(self, source: str, skip_kinds=frozenset(), keep_args=frozenset()):
+    def __init__(self, source: str, skip_kinds=frozenset(), keep_args=frozenset(),
+                 op_args: bool | None = False):
         self.source = source
         self.skip_kinds = frozenset(skip_kinds)
         self.keep_args = frozenset(keep_args) - self.skip_kinds
-        # The categories whose events the reader need not make columns of (Kineto's spellings).
-        self.times_only_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
-                                            if kind in self.skip_kinds))
         self.kept_args = KEPT_ARGS
+        self.raw_args: tuple[str, ...] = ()  # args whose JSON text the compiled path gives
+        self.absent = MISSING  # what it gives for an arg an event lacks
+        self.columns_of: frozenset = frozenset()  # skipped kinds kept as OpColumns
+        self._times_only()
+        self.op_args = op_args
+        if op_args:
+            self._keep_op_args()
         self.skipped: dict[str, tuple[array, array]] = {}  # kind -> absolute starts, durations
+        self.columns: dict[str, OpColumns] = {}
         self.events: list[Event] = []
         self.instants: list[Instant] = []
         self.process_names: dict = {}
@@ -296,6 +308,31 @@ class _Builder:
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
         self.kinds: dict[str, str] = {}  # cat -> kind
+
+    def _times_only(self) -> None:
+        # The categories whose events the reader need not make columns of (Kineto's spellings).
+        only = self.skip_kinds - self.columns_of
+        self.times_only_cats = tuple(sorted(cat for cat, kind in KIND_BY_CATEGORY.items()
+                                            if kind in only))
+
+    def header(self, metadata: dict) -> None:
+        """The top-level keys written before the events (Kineto writes its flags there): with
+        op_args=None, keep the ops' args where the profiler says it recorded shapes, stacks or
+        memory."""
+        if self.op_args is None:
+            self.op_args = any(metadata.get(flag) in (1, True) for flag in PROFILER_FLAGS)
+            if self.op_args:
+                self._keep_op_args()
+
+    def _keep_op_args(self) -> None:
+        """What scripts.ops reads of CPU ops and Python frames: columns of the skipped ones, all
+        args of the others (as `keep_args`)."""
+        self.columns_of = OP_ARG_KINDS & self.skip_kinds
+        self.keep_args |= OP_ARG_KINDS - self.skip_kinds
+        if "cpu_op" in self.columns_of:
+            self.kept_args = KEPT_ARGS + OP_ARGS[:2]
+            self.raw_args = OP_ARGS[2:]
+        self._times_only()
 
     def add_raw(self, raw) -> None:
         """One decoded event dict, in any producer's layout."""
@@ -311,6 +348,9 @@ class _Builder:
             kind = _kind(cat, name)
             if kind in self.skip_kinds:
                 self._commit_skipped([(kind, [ts], [max(_number(raw.get("dur")), 0.0)])])
+                if kind in self.columns_of:
+                    self._commit_columns(kind, [self._intern(name)], [raw.get("pid", 0)],
+                                         [raw.get("tid", 0)], [op_values(raw.get("args"))])
                 return
             self.events.append(Event(
                 self._intern(name), kind, self._intern(cat), ts,
@@ -343,14 +383,19 @@ class _Builder:
         column = _args_column(kinds, bodies)
         if self.keep_args and not self.keep_args.isdisjoint(kinds):
             _add_whole_args(column, kinds, bodies, self.keep_args)
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column])
+        op_args = None
+        if "cpu_op" in self.columns_of and "cpu_op" in kinds:
+            op_args = _op_args_column(kinds, bodies)
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column],
+                          op_args)
 
     def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
         """Complete events from the compiled path: `read_args` reads the kept args' values of
         the args objects (`args`), only of the kinds that keep some (never whole args: a sink
-        with keep_args gets no compiled path, scripts.compiled.runs_for)."""
+        with keep_args gets no compiled path, scripts.compiled.runs_for); and the CPU ops'
+        OP_ARGS where they are kept as columns (`raw_args`: as JSON text)."""
         kinds = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         unread = _ARGLESS_KINDS | self.skip_kinds
@@ -362,16 +407,39 @@ class _Builder:
                     kept = {k: v for k, v in zip(KEPT_ARGS, values) if type(v) is int}
                     if kept:
                         column[i] = kept
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column])
+        op_args = None
+        if "cpu_op" in self.columns_of and "cpu_op" in kinds:
+            op_args = [None] * len(kinds)
+            where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
+                     if found is not None and kind == "cpu_op"]
+            if where:
+                n = len(KEPT_ARGS)
+                for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
+                    if values is not None:
+                        op_args[i] = values[n:]  # OP_ARGS, in their order
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column],
+                          op_args)
 
-    def _add_columns(self, kinds: list[str], columns: list[list]) -> None:
+    def _add_columns(self, kinds: list[str], columns: list[list], op_args: list | None = None
+                     ) -> None:
         self.raw_count += len(kinds)
         if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
             keep = [kind not in self.skip_kinds for kind in kinds]
             drop = list(map(not_, keep))
             self._commit_skipped(_by_key(*(list(compress(columns[i], drop)) for i in (1, 3, 4))))
+            for kind in self.columns_of.intersection(kinds):
+                rows = list(map(kind.__eq__, kinds))
+                self._commit_columns(kind, *(list(compress(columns[i], rows)) for i in (0, 5, 6)),
+                                     list(compress(op_args, rows)) if op_args else None)
             columns = [list(compress(column, keep)) for column in columns]
         self.events.extend(map(Event, *columns))
+
+    def _commit_columns(self, kind: str, names: list, pids: list, tids: list,
+                        args: list | None) -> None:
+        found = self.columns.get(kind)
+        if found is None:
+            found = self.columns[kind] = OpColumns(with_args=kind == "cpu_op")
+        found.add(names, pids, tids, args)
 
     def add_times(self, cats: list[str], starts: list[float], durations: list[float]) -> None:
         """Complete events of `times_only_cats`, as columns."""
@@ -416,11 +484,13 @@ class _Builder:
         for instant in self.instants:
             instant.ts -= origin
         _in_trace_order(events)
-        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur)
+        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur,
+                                 self.columns.get(kind))
                    for kind, (ts, dur) in sorted(self.skipped.items())}
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,
-                     origin_us=origin, source=self.source, skipped=skipped)
+                     origin_us=origin, source=self.source, skipped=skipped,
+                     op_args=bool(self.op_args))
 
 
 def _by_key(keys: list, *columns: list) -> list[tuple]:
@@ -453,6 +523,31 @@ def _add_whole_args(column: list[dict], kinds: list[str], bodies: list, keep: fr
                 column[i] = _whole_args(json.loads("{" + bodies[i] + "}"))
             except ValueError:  # the reader is laxer than JSON inside args (see scripts.parse)
                 pass
+
+
+def _op_args_column(kinds: list[str], bodies: list) -> list:
+    """The OP_ARGS values of the CPU ops (None for the other rows, and where json does not read
+    the args: the reader is laxer than JSON inside them), from the text of their args."""
+    column: list = [None] * len(kinds)
+    where = [i for i, kind, body in zip(range(len(kinds)), kinds, bodies)
+             if kind == "cpu_op" and body]
+    if not where:
+        return column
+    texts = list(map(bodies.__getitem__, where))
+    try:
+        decoded = json.loads("[{" + "},{".join(texts) + "}]")
+    except (ValueError, RecursionError):
+        decoded = list(map(_decoded_or_none, texts))
+    for i, args in zip(where, decoded):
+        column[i] = op_values(args)
+    return column
+
+
+def _decoded_or_none(body: str):
+    try:
+        return json.loads("{" + body + "}")
+    except (ValueError, RecursionError):
+        return None
 
 
 def _whole_args(args) -> dict:
@@ -517,7 +612,7 @@ def build_trace(data: dict, source: str = "", skip_kinds=frozenset(),
 
 def load_trace(source, progress: Callable[[int, int], None] | None = None,
                skip_kinds=frozenset(), max_bytes: int | None = None,
-               keep_args=frozenset()) -> Trace:
+               keep_args=frozenset(), op_args: bool | None = False) -> Trace:
     """Read a `.json` or `.json.gz` trace (gzip is told by content) from a path, "-" (stdin) or
     a binary file object. `progress(done, total)` is called with the source's bytes read and
     its size (0 when unknown) after each chunk. Complete events of `skip_kinds` (e.g.
@@ -527,8 +622,12 @@ def load_trace(source, progress: Callable[[int, int], None] | None = None,
     decompressed is refused (default: $PROFILING_MAX_TRACE_BYTES, else 4 GiB). Events of the
     `keep_args` kinds keep all their args, as decoded (e.g. {"cpu_op", "python"}: the input
     shapes of `record_shapes=True` and the Python ids of `with_stack=True`, which
-    `scripts.ops` reads); the others keep only `KEPT_ARGS`."""
-    builder = _Builder("", skip_kinds, keep_args)
+    `scripts.ops` reads); the others keep only `KEPT_ARGS`. `op_args`: keep what `scripts.ops`
+    reads of the OP_ARG_KINDS in the same pass (of skipped kinds, as `Skipped.columns`; of the
+    others, all their args, as `keep_args`); None: where the top-level keys written before the
+    events (Kineto's `record_shapes`, `with_stack`, `profile_memory`) say there is some
+    (`Trace.op_args` tells whether it was kept)."""
+    builder = _Builder("", skip_kinds, keep_args, op_args)
     with paused_gc():
         metadata = read_trace(source, builder, progress=progress, max_bytes=max_bytes)
         return builder.finish(metadata)

@@ -108,3 +108,27 @@ def test_hand_made_memory_in_the_cli_is_escaped(capsys, tmp_path):
     assert "\x1b" not in text and "\nfake line" not in text
     out = json.loads(cli(capsys, path, "--json", "--step", "2"))
     assert out["memory"]["devices"][0]["peak_allocated"] == 500
+
+
+ONE_PASS = [ROOT / "traces" / "07_shapes_stacks" / "shapes_b16_s64-256-1024-4096_1024x4096_bf16.json.gz",
+            ROOT / "traces" / "07_shapes_stacks" / "stacks_b16_s3_fused.json.gz",
+            ROOT / "traces" / "06_memory" / "train_b16_s512_l8_d512_fp32_checkpoint.json.gz"]
+
+
+@pytest.mark.parametrize("decoder", ["compiled", "stdlib"])
+@pytest.mark.parametrize("path", ONE_PASS, ids=lambda p: p.name.split(".")[0])
+def test_one_pass_keeps_what_shapes_stacks_and_memory_read(path, decoder, monkeypatch):
+    """The analyzer's one reading (ops and frames as columns, op args by the profiler's flags
+    before the events) gives the facts of a full reading with every op's args."""
+    from scripts import compiled
+    from scripts.analysis import TIMES_ONLY_KINDS
+    from scripts.details import details
+
+    if decoder == "stdlib":
+        monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")
+    lean = load_trace(path, skip_kinds=TIMES_ONLY_KINDS, op_args=None)
+    full = load_trace(path, keep_args=OP_ARG_KINDS)
+    assert lean.op_args and not lean.by_kind.get("cpu_op") and lean.skipped["cpu_op"].columns
+    found = details(lean)
+    assert found is not None and found == details(full)
+    assert facts(lean).to_dict() == facts(full).to_dict()

@@ -1,0 +1,189 @@
+"""The CPU ops and Python frames that shapes and stacks read (scripts/ops.py), as compact
+columns: what `load_trace(..., op_args=True)` keeps of those kinds when it skips making Events of
+them, in a few dozen bytes an event instead of a few hundred, so that a trace of millions of
+frames is read in one pass and in bounded memory. `op_rows` gives the same rows from either
+source, columns or Events (`load_trace(keep_args=OP_ARG_KINDS)`), in trace order. Standard
+library only.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from dataclasses import dataclass
+from itertools import compress, islice, repeat
+from operator import add, eq
+
+OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
+# The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
+DIMS, TYPES, SEQUENCE, FORWARD = "Input Dims", "Input type", "Sequence number", "Fwd thread id"
+OP_ARGS = (SEQUENCE, FORWARD, DIMS, TYPES)
+MISSING = object()  # an arg that an event does not have
+_NO_SEQUENCE = -(1 << 63)  # in the sequence column: see OpColumns.sequence
+_DECODED = (list, dict, int, float, bool)  # the types json decodes a value into, but str
+_NONE = (MISSING, MISSING, MISSING, MISSING)  # the OP_ARGS of an event without args
+
+
+def arg_text(value) -> str:
+    """A list arg (`Input Dims`, `Input type`) as the JSON text that groups ops ("" for none)."""
+    return "" if value is None else json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
+
+
+class OpColumns:
+    """The skipped events of one kind, in file order, beside their times (`Skipped.ts`, `dur`):
+    names and (pid, tid) threads (one object each, shared), and for CPU ops the args of OP_ARGS.
+    """
+
+    def __init__(self, with_args: bool):
+        self.names: list[str] = []
+        self.threads: list[tuple] = []
+        self.with_args = with_args
+        self.dims: list[str] = []  # arg_text of `Input Dims` ("" without one)
+        self.types: list[str] = []
+        self.has_dims = False  # whether any op has an `Input Dims` key
+        # `Sequence number`: an int in 64 bits here, _NO_SEQUENCE without one; any other
+        # value (rare) in `sequence_other` by row.
+        self.sequence = array("q")
+        self.sequence_other: dict[int, object] = {}
+        self.forward = bytearray()  # whether `Fwd thread id` is truthy
+        self._threads: dict[tuple, tuple] = {}
+        self._texts: dict = {}  # a list arg's text as written (or its value's repr) -> arg_text
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def add(self, names: list[str], pids: list, tids: list, args: list | None) -> None:
+        """Rows in file order; `args`: for each, a tuple of the OP_ARGS values (MISSING where
+        absent; the lists as their JSON text (`str`, `bytes`, `msgspec.Raw`) or decoded), or
+        None."""
+        if not names:
+            return
+        threads = self._threads
+        pairs = list(zip(pids, tids))
+        self.names += names
+        self.threads += map(threads.setdefault, pairs, pairs)
+        if not self.with_args:
+            return
+        if args is None or None in args:
+            args = [_NONE if values is None else values for values in args or repeat(_NONE, len(names))]
+        numbers, forward, dims, types = zip(*args)
+        self.has_dims = self.has_dims or any(dim is not MISSING for dim in dims)
+        self.dims += map(self._text, dims)
+        self.types += map(self._text, types)
+        self.forward += bytes(fwd is not MISSING and bool(fwd) for fwd in forward)
+        given = [_NO_SEQUENCE if number is MISSING else number for number in numbers]
+        if set(map(type, given)) == {int} and min(given) >= _NO_SEQUENCE and \
+                max(given) < (1 << 63):
+            self.sequence += array("q", given)
+            return
+        for number in numbers:
+            if type(number) is int and _NO_SEQUENCE < number < (1 << 63):
+                self.sequence.append(number)
+            else:
+                if number is not MISSING and number is not None:
+                    self.sequence_other[len(self.sequence)] = number
+                self.sequence.append(_NO_SEQUENCE)
+
+    def _text(self, value) -> str:
+        if value is MISSING or value is None:
+            return ""
+        kind = type(value)
+        text = kind is bytes or kind is str
+        if not text and kind not in _DECODED:  # a buffer (msgspec.Raw): its JSON text
+            value, text = bytes(memoryview(value)), True
+        key = value if text else repr(value)
+        found = self._texts.get(key)
+        if found is None:
+            decoded = json.loads(value) if text else value
+            found = self._texts[key] = arg_text(decoded)
+        return found
+
+
+def op_values(args: dict) -> tuple | None:
+    """The OP_ARGS values of a decoded args object (None: not an object)."""
+    if not isinstance(args, dict):
+        return None
+    return tuple(args.get(key, MISSING) for key in OP_ARGS)
+
+
+@dataclass
+class OpRows:
+    """The events of one kind in trace order, as columns (`row` i of each)."""
+
+    ts: list[float] | array  # arrays of "d" from columns
+    end: list[float] | array
+    dur: list[float] | array
+    names: list[str]
+    threads: list[tuple]
+    dims: list[str] | None  # arg_text of the args (None: the kind has no args kept)
+    types: list[str] | None
+    sequence: list | None  # values, None where absent
+    forward: list[bool] | None
+    has_dims: bool
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+def op_rows(trace, kind: str) -> OpRows | None:
+    """The rows of `kind` (CPU ops or Python frames) with what scripts.ops reads, or None where
+    loading kept neither Events nor columns of them. Made once per trace (a loaded trace does
+    not change)."""
+    made = trace.__dict__.setdefault("_op_rows", {})
+    if kind not in made:
+        made[kind] = _op_rows(trace, kind)
+    return made[kind]
+
+
+def _op_rows(trace, kind: str) -> OpRows | None:
+    skipped = trace.skipped.get(kind)
+    if skipped is not None:
+        columns = skipped.columns
+        if columns is None:
+            return None
+        order = trace_order(skipped.ts, skipped.dur)
+        # Times as arrays: 8 bytes a value, where a list of floats takes 32.
+        ts = array("d", map(skipped.ts.__getitem__, order))
+        dur = array("d", map(skipped.dur.__getitem__, order))
+        rows = OpRows(ts, array("d", map(add, ts, dur)), dur,
+                      list(map(columns.names.__getitem__, order)),
+                      list(map(columns.threads.__getitem__, order)), None, None, None, None, False)
+        if columns.with_args:
+            rows.dims = list(map(columns.dims.__getitem__, order))
+            rows.types = list(map(columns.types.__getitem__, order))
+            sequence = list(map(columns.sequence.__getitem__, order))
+            if _NO_SEQUENCE in sequence:
+                sequence = [columns.sequence_other.get(i) if number == _NO_SEQUENCE else number
+                            for i, number in zip(order, sequence)]
+            rows.sequence = sequence
+            rows.forward = [bool(columns.forward[i]) for i in order]
+            rows.has_dims = columns.has_dims
+        return rows
+    events = trace.by_kind.get(kind, [])
+    ts = [e.ts for e in events]
+    dur = [e.dur for e in events]
+    args = [e.args for e in events]
+    return OpRows(ts, [e.end for e in events], dur, [e.name for e in events],
+                  [(e.pid, e.tid) for e in events],
+                  [arg_text(a.get(DIMS)) for a in args], [arg_text(a.get(TYPES)) for a in args],
+                  [a.get(SEQUENCE) for a in args], [bool(a.get(FORWARD)) for a in args],
+                  any(DIMS in a for a in args))
+
+
+def trace_order(ts, dur) -> list[int]:
+    """The rows by start, the longest first among equal starts, file order among full ties:
+    the order of `Trace.events` (scripts.trace._in_trace_order), as indices."""
+    order = sorted(range(len(ts)), key=ts.__getitem__)
+    starts = list(map(ts.__getitem__, order))
+    ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))
+    first = end = -1
+    by_dur = dur.__getitem__
+    for i in ties:
+        if i != end:
+            if end - first > 1:
+                order[first:end] = sorted(order[first:end], key=by_dur, reverse=True)
+            first = i - 1
+        end = i + 1
+    if end - first > 1:
+        order[first:end] = sorted(order[first:end], key=by_dur, reverse=True)
+    return order
