@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.plugins import event_priority  # noqa: E402
 
-from scripts import catalog, freeze, glossary, notebooks, pages, vendor_pyodide  # noqa: E402
+from scripts import catalog, freeze, glossary, notebooks, offscreen, pages, vendor_pyodide  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.freeze")
 
@@ -142,7 +142,7 @@ def on_page_content(html, page, **kwargs):
     if getattr(page, "excerpt", None) is not None and EXCERPT_SEPARATOR in page.markdown:
         page.markdown = page.markdown.split(EXCERPT_SEPARATOR, 1)[0] + EXCERPT_SEPARATOR
     html = glossary.on_page_content(html, page, kwargs["config"])  # first uses link to the glossary
-    return html
+    return offscreen.defer_offscreen(html)  # what is far from the screen is laid out when near
 
 
 PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'

@@ -233,6 +233,21 @@ def test_blocked_popup_offers_a_second_button_that_delivers(visit, built_site):
     assert not v.problems, "\n".join(v.problems)
 
 
+def settled_box(page, locator) -> dict:
+    """The element's box once scrolled into view and still for two frames: the runs around it
+    (laid out only near the screen, scripts/offscreen.py) take their real heights as they come."""
+    locator.scroll_into_view_if_needed()
+    box = None
+    for _ in range(50):
+        page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        now = locator.bounding_box()
+        if now == box:
+            return box
+        box = now
+        locator.scroll_into_view_if_needed()
+    raise AssertionError("the element never stopped moving")
+
+
 def test_double_click_on_perfetto_opens_one_tab_and_frees_the_button(visit, built_site):
     v = visit()
     page = v.open("blog/matmul-add/")
@@ -241,8 +256,7 @@ def test_double_click_on_perfetto_opens_one_tab_and_frees_the_button(visit, buil
     page.on("request", lambda r: r.url.endswith(".json.gz") and downloads.append(r.url))
     button = page.locator(BUTTON).first
     data = button.evaluate(BUTTON_DATA)
-    button.scroll_into_view_if_needed()
-    box = button.bounding_box()
+    box = settled_box(page, button)
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     with page.expect_popup() as first:
         page.mouse.click(x, y)  # two clicks as a hurried reader makes them (Playwright's
@@ -396,6 +410,29 @@ def test_the_palette_follows_the_system_then_the_readers_choice_on_every_page(vi
         assert following.evaluate("document.body.dataset.mdColorScheme") == first
         assert following.url.endswith("blog/linear-mlp/")  # Enter switched, it submitted nothing
         assert not errors
+
+
+def test_a_link_into_a_long_page_lands_on_its_heading(visit):
+    """A post's runs between headings are laid out only near the screen (scripts/offscreen.py);
+    a link to a heading far down still lands with the heading at the top, whether it opens the
+    page (a link from elsewhere, a search result) or moves within it (the table of contents)."""
+    reader = visit(viewport={"width": 390, "height": 800})
+    page = reader.open("blog/linear-mlp/")
+    assert page.locator("article .md-defer").count() >= 5  # the page is deferred at all
+    ids = page.evaluate("[...document.querySelectorAll('article h2[id], article h3[id]')].map(h => h.id)")
+    header = page.evaluate("document.querySelector('.md-header').getBoundingClientRect().height")
+    far = ids[len(ids) // 3: -2: max(1, len(ids) // 6)][:4]  # headings well down, none near the end
+    assert far
+    for heading in far:
+        opened = reader.open(f"blog/linear-mlp/#{heading}")
+        opened.wait_for_timeout(300)
+        top = opened.evaluate(f"document.getElementById({heading!r}).getBoundingClientRect().top")
+        assert header - 2 <= top <= header + 40, f"opened at #{heading}: its heading is at {top:.0f} px"
+        opened.close()
+    page.goto(page.url.split("#")[0] + f"#{far[-1]}")  # within the page
+    page.wait_for_timeout(300)
+    top = page.evaluate(f"document.getElementById({far[-1]!r}).getBoundingClientRect().top")
+    assert header - 2 <= top <= header + 40, f"moved to #{far[-1]}: its heading is at {top:.0f} px"
 
 
 # --- search --------------------------------------------------------------------------------------
