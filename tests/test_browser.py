@@ -419,6 +419,8 @@ def test_a_link_into_a_long_page_lands_on_its_heading(visit):
     reader = visit(viewport={"width": 390, "height": 800})
     page = reader.open("blog/linear-mlp/")
     assert page.locator("article .md-defer").count() >= 5  # the page is deferred at all
+    # ...and laid out whole once the browser is idle, box by box, for what reads positions later
+    page.wait_for_function("!document.querySelector('.md-defer:not(.md-laid-out)')", timeout=15_000)
     ids = page.evaluate("[...document.querySelectorAll('article h2[id], article h3[id]')].map(h => h.id)")
     header = page.evaluate("document.querySelector('.md-header').getBoundingClientRect().height")
     far = ids[len(ids) // 3: -2: max(1, len(ids) // 6)][:4]  # headings well down, none near the end

@@ -28,7 +28,22 @@
     element.scrollIntoView();
   }
 
+  // Once the page has loaded, the boxes are laid out one at a time while the browser is idle,
+  // top to bottom: the load itself lays out only what shows, and no later step is a long task
+  // (each box is its own frame's work), but in the end the page is whole, as if never deferred,
+  // for the scroll bar, for tools that read positions (an accessibility checker) and for jumps.
+  function layOutNext(deadline) {
+    var box = document.querySelector(".md-defer:not(.md-laid-out)");
+    if (!box) return;
+    box.classList.add("md-laid-out");
+    idle(layOutNext);
+  }
+
+  var idle = window.requestIdleCallback || function (run) { return setTimeout(run, 16); };
+
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", land);
   else land();
   addEventListener("hashchange", land);
+  if (document.readyState === "complete") idle(layOutNext);
+  else addEventListener("load", function () { idle(layOutNext); });
 })();
