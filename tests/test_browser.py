@@ -437,6 +437,20 @@ def test_a_link_into_a_long_page_lands_on_its_heading(visit):
     assert header - 2 <= top <= header + 40, f"moved to #{far[-1]}: its heading is at {top:.0f} px"
 
 
+def test_every_code_block_has_its_copy_button_once_it_shows(visit):
+    """Material mounts code blocks as they come into view (content.lazy, mkdocs.yml): a block far
+    down has no button at load, and has one as soon as the reader reaches it."""
+    page = visit(viewport={"width": 1280, "height": 800}).open("blog/memory-shapes-stacks-roofline/")
+    blocks = page.locator("article pre:has(> code)")
+    assert blocks.count() >= 3
+    last = blocks.nth(blocks.count() - 1)
+    assert last.locator(".md-code__button").count() == 0  # not mounted while far away
+    for i in range(blocks.count()):
+        block = blocks.nth(i)
+        block.scroll_into_view_if_needed()
+        block.locator(".md-code__button[title]").first.wait_for(state="attached", timeout=5_000)
+
+
 # --- search --------------------------------------------------------------------------------------
 
 
