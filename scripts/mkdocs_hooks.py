@@ -156,12 +156,14 @@ def own_palette_switch(output: str, docs_dir: str) -> str:
     fails the build here rather than bringing back the cost unnoticed."""
     if PALETTE_FORM not in output:
         return output  # a page without the header's switch
-    script, found = MATERIAL_PALETTE_SCRIPT.subn(
-        lambda _: "<script>" + (Path(docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8") + "</script>",
-        output, count=1)
-    if not found:
+    # Ours runs right after the header, not inside it as Material's did: the parser may paint
+    # what it has at a script, and a header painted without its last buttons shifts when they come.
+    output, found = MATERIAL_PALETTE_SCRIPT.subn("", output, count=1)
+    if not found or "</header>" not in output:
         raise PluginError("Material's palette script is not where scripts/mkdocs_hooks.py expects it")
-    return script.replace(PALETTE_FORM, '<form class="md-header__option" data-md-palette>', 1)
+    ours = "<script>" + (Path(docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8") + "</script>"
+    output = output.replace("</header>", "</header>\n" + ours, 1)
+    return output.replace(PALETTE_FORM, '<form class="md-header__option" data-md-palette>', 1)
 
 
 def on_post_page(output, page, config):

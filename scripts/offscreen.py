@@ -32,7 +32,7 @@ class _TopLevel(HTMLParser):
         self.html = html
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", html)]
         self.stack: list[str] = []
-        self.headings: list[tuple[int, int]] = []  # (start, end) of each top-level heading
+        self.headings: list[tuple[int, int, str]] = []  # (start, end, tag) of each top-level heading
         self.broken = False
         self._start = -1
 
@@ -55,12 +55,13 @@ class _TopLevel(HTMLParser):
             return
         self.stack.pop()
         if not self.stack and tag in HEADINGS:
-            self.headings.append((self._start, self.html.index(">", self._offset()) + 1))
+            self.headings.append((self._start, self.html.index(">", self._offset()) + 1, tag))
 
 
 def defer_offscreen(html: str) -> str:
     """`html` (a page's content) with each run between two top-level headings, and after the
-    last, in a deferred box; the text before the first heading (what shows first) as it was."""
+    last, in a deferred box; what shows first (the text before the first heading, or under the
+    title) as it was."""
     parser = _TopLevel(html)
     parser.feed(html)
     parser.close()
@@ -68,9 +69,10 @@ def defer_offscreen(html: str) -> str:
     if parser.broken or parser.stack or not headings:
         return html
     pieces = [html[:headings[0][0]]]
-    for i, (start, end) in enumerate(headings):
+    for i, (start, end, tag) in enumerate(headings):
         pieces.append(html[start:end])
         following = headings[i + 1][0] if i + 1 < len(headings) else len(html)
         run = html[end:following]
-        pieces.append(OPEN + run + CLOSE if run.strip() else run)
+        # the run under the page's title is what shows first: never deferred
+        pieces.append(OPEN + run + CLOSE if run.strip() and tag != "h1" else run)
     return "".join(pieces)

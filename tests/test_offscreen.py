@@ -46,3 +46,8 @@ def test_void_elements_templates_and_svg_keep_the_count_of_open_elements():
 def test_a_page_without_headings_is_unchanged():
     assert defer_offscreen("<p>only</p>") == "<p>only</p>"
     assert defer_offscreen("") == ""
+
+
+def test_the_run_under_the_title_shows_first_and_is_not_deferred():
+    page = "<h1>Title</h1><p>intro</p><h2>A</h2><p>a</p>"
+    assert defer_offscreen(page) == '<h1>Title</h1><p>intro</p><h2>A</h2><div class="md-defer"><p>a</p></div>'

@@ -1,15 +1,18 @@
 // The light/dark switch in the header, in place of Material's own (scripts/mkdocs_hooks.py inlines
-// this where Material's palette script was and unhooks Material's palette component).
+// this right after the header, removes Material's inline palette script and unhooks Material's
+// palette component).
 //
 // Why: on every page load Material's component marks the page as switching colours, sets the
 // body's colour attributes and reads the header's computed style, which recalculates the style of
 // the whole page two or three times while it loads: about a quarter of a long post's main-thread
-// work (the Lighthouse benchmark, tests/benchmarks/lighthouse.py). This script runs while the
-// header is parsed, before anything below it is styled, so choosing the palette there costs
-// nothing; the work of a switch is done only when the reader switches. Same choice as Material's:
+// work (the Lighthouse benchmark, tests/benchmarks/lighthouse.py). This script runs once the
+// header is parsed, before anything below it is, so choosing the palette there costs nothing; the work of a switch is done only when the reader switches. Same choice as Material's:
 // the reader's saved palette (same storage, `__palette`), else the first whose media query matches.
 (function () {
   "use strict";
+  // JavaScript runs: the header's buttons that need it (search, this switch) show from the first
+  // paint. Material's script would reveal them only when it runs, moving this switch aside then.
+  document.documentElement.classList.replace("no-js", "js");
   var form = document.querySelector("form[data-md-palette]");
   if (!form) return;
   var inputs = form.querySelectorAll("input");
