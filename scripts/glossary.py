@@ -23,6 +23,8 @@ from html import escape, unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
+from .markup import VOID
+
 PAGE = "guide/glossary.md"  # the entries' file, under docs/, and the page that shows them
 URL = "guide/glossary/"
 
@@ -141,8 +143,6 @@ SKIP_TAGS = frozenset({
 })
 SKIP_CLASSES = frozenset({"admonition-title", "md-button", "trace-actions", "prof-table", "headerlink",
                           "footnote", "glossary-term"})
-VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-                       "param", "source", "track", "wbr"})
 
 
 class _Tokens(HTMLParser):
@@ -168,7 +168,7 @@ class _Tokens(HTMLParser):
         return bool(self.stack) and self.stack[-1][1]
 
     def handle_starttag(self, tag, attrs):
-        if tag in VOID_TAGS:
+        if tag in VOID:
             self._mark("raw")
             return
         classes = set(" ".join(value or "" for name, value in attrs if name == "class").split())

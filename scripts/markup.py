@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 _UNWRITABLE = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_:.-]*\Z")  # tag and attribute names: code's, never data
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-                  "source", "track", "wbr"})
+                  "param", "source", "track", "wbr"})  # HTML's void elements, for builder and readers
 
 
 class Markup(str):

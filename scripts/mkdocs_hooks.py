@@ -68,6 +68,8 @@ def on_config(config):
 
 
 def on_pre_build(config):
+    global _palette_script
+    _palette_script = (Path(config.docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8")
     pages.SITE.assets.clear()
     pages.SITE.assets.update(notebooks.published_snippets())  # what a downloaded notebook fetches
     problems = freeze.check(list(catalog.EXAMPLES))
@@ -148,9 +150,10 @@ def on_page_content(html, page, **kwargs):
 PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
 MATERIAL_PALETTE_SCRIPT = re.compile(r'<script>var palette=__md_get\("__palette"\);.*?</script>', re.S)
 PALETTE_SCRIPT = "javascripts/palette.js"  # under docs/, inlined (exclude_docs keeps it off the site)
+_palette_script = ""  # its text, read once per build (on_pre_build), inlined into every page
 
 
-def own_palette_switch(output: str, docs_dir: str) -> str:
+def own_palette_switch(output: str, script: str) -> str:
     """Material's light/dark switch replaced by ours (docs/javascripts/palette.js says why): its
     form no longer a Material component, its inline script ours. A Material whose header differs
     fails the build here rather than bringing back the cost unnoticed."""
@@ -161,8 +164,7 @@ def own_palette_switch(output: str, docs_dir: str) -> str:
     output, found = MATERIAL_PALETTE_SCRIPT.subn("", output, count=1)
     if not found or "</header>" not in output:
         raise PluginError("Material's palette script is not where scripts/mkdocs_hooks.py expects it")
-    ours = "<script>" + (Path(docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8") + "</script>"
-    output = output.replace("</header>", "</header>\n" + ours, 1)
+    output = output.replace("</header>", "</header>\n<script>" + script + "</script>", 1)
     return output.replace(PALETTE_FORM, '<form class="md-header__option" data-md-palette>', 1)
 
 
@@ -170,7 +172,7 @@ def on_post_page(output, page, config):
     # Material's search dialog has no accessible name (Lighthouse: aria-dialog-name).
     output = output.replace('data-md-component="search" role="dialog"',
                             'data-md-component="search" role="dialog" aria-label="Search"', 1)
-    output = own_palette_switch(output, config.docs_dir)
+    output = own_palette_switch(output, _palette_script)
     # The repository link stays a plain link: as a "source" component Material would fetch the
     # repository's stars and forks from api.github.com, a request to another site on every page.
     return output.replace('class="md-source" data-md-component="source"', 'class="md-source"')

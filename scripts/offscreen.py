@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from .markup import VOID
+
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-                       "param", "source", "track", "wbr"})
 OPEN = '<div class="md-defer">'
 CLOSE = "</div>"
 
@@ -41,14 +41,14 @@ class _TopLevel(HTMLParser):
         return self.line_starts[line - 1] + column
 
     def handle_starttag(self, tag, attrs):
-        if tag in VOID_TAGS:
+        if tag in VOID:
             return
         if not self.stack and tag in HEADINGS:
             self._start = self._offset()
         self.stack.append(tag)
 
     def handle_endtag(self, tag):
-        if tag in VOID_TAGS:
+        if tag in VOID:
             return
         if not self.stack or self.stack[-1] != tag:
             self.broken = True  # not the element that is open: the nesting is not certain

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import glossary
+from scripts import glossary, markup
 from tests.conftest import ROOT
 from tests.site_tools import posts, site_pages
 
@@ -40,7 +40,7 @@ class Article(HTMLParser):
         attrs = dict(attrs)
         if tag == "article":
             self.depth += 1
-        if not self.depth or tag in glossary.VOID_TAGS:
+        if not self.depth or tag in markup.VOID:
             return
         classes = set((attrs.get("class") or "").split())
         if "glossary-term" in classes:

@@ -18,10 +18,7 @@
 
   function land() {
     var element = target();
-    if (!element || document.body.classList.contains("md-landed")) {
-      if (element) element.scrollIntoView();
-      return;
-    }
+    if (!element) return;
     // every deferred box and picture, table and code block laid out for real (the stylesheet's
     // .md-landed rule), as they all were before deferring: then the target's place is its own
     document.body.classList.add("md-landed");
@@ -32,7 +29,7 @@
   // top to bottom: the load itself lays out only what shows, and no later step is a long task
   // (each box is its own frame's work), but in the end the page is whole, as if never deferred,
   // for the scroll bar, for tools that read positions (an accessibility checker) and for jumps.
-  function layOutNext(deadline) {
+  function layOutNext() {
     var box = document.querySelector(".md-defer:not(.md-laid-out)");
     if (!box) return;
     box.classList.add("md-laid-out");
