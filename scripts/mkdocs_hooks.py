@@ -69,7 +69,7 @@ def on_config(config):
 
 def on_pre_build(config):
     global _palette_script
-    _palette_script = (Path(config.docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8")
+    _palette_script = ""  # read again by this build's first page (serve: it may have changed)
     pages.SITE.assets.clear()
     pages.SITE.assets.update(notebooks.published_snippets())  # what a downloaded notebook fetches
     problems = freeze.check(list(catalog.EXAMPLES))
@@ -150,7 +150,7 @@ def on_page_content(html, page, **kwargs):
 PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
 MATERIAL_PALETTE_SCRIPT = re.compile(r'<script>var palette=__md_get\("__palette"\);.*?</script>', re.S)
 PALETTE_SCRIPT = "javascripts/palette.js"  # under docs/, inlined (exclude_docs keeps it off the site)
-_palette_script = ""  # its text, read once per build (on_pre_build), inlined into every page
+_palette_script = ""  # its text, read once per build (by its first page), inlined into every page
 
 
 def own_palette_switch(output: str, script: str) -> str:
@@ -172,6 +172,9 @@ def on_post_page(output, page, config):
     # Material's search dialog has no accessible name (Lighthouse: aria-dialog-name).
     output = output.replace('data-md-component="search" role="dialog"',
                             'data-md-component="search" role="dialog" aria-label="Search"', 1)
+    global _palette_script
+    if not _palette_script:
+        _palette_script = (Path(config.docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8")
     output = own_palette_switch(output, _palette_script)
     # The repository link stays a plain link: as a "source" component Material would fetch the
     # repository's stars and forks from api.github.com, a request to another site on every page.

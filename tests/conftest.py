@@ -48,6 +48,22 @@ def clean_copy(dest: Path) -> Path:
     return dest
 
 
+def fake_project(tmp_path: Path, monkeypatch, snippet: str) -> Path:
+    """A temporary tree the catalog and the freeze read instead of the repository's: one snippet,
+    `snippets/fake.py`, its traces under `traces/`, and an environment probe that needs no GPU."""
+    from scripts import catalog, freeze
+
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "fake.py").write_text(snippet)
+    monkeypatch.setattr(catalog, "SNIPPETS", tmp_path / "snippets")
+    for module in (catalog, freeze):
+        monkeypatch.setattr(module, "ROOT", tmp_path)
+        monkeypatch.setattr(module, "TRACES", tmp_path / "traces")
+    monkeypatch.setattr(freeze, "probe_environment",
+                        lambda python, packages=(), runner=None: {"torch": "test", "gpu": None})
+    return tmp_path
+
+
 def mkdocs_build(project: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     return subprocess.run(

@@ -17,7 +17,7 @@ import pytest
 from scripts import catalog, freeze
 from scripts.extras import ExtraError, plain_unpickle, read_extra, sanitized, viewer_pickle
 from scripts.sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
-from tests.conftest import all_strings
+from tests.conftest import all_strings, fake_project
 
 RUN_DIR = "/tmp/freeze-run42/out"
 USER, HOST = "alice", "gpu-node-17"
@@ -140,14 +140,7 @@ FAKE_SNIPPET = textwrap.dedent('''
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     """A catalog with a fake memory snippet in a temporary tree."""
-    (tmp_path / "snippets").mkdir()
-    (tmp_path / "snippets" / "fake.py").write_text(FAKE_SNIPPET)
-    monkeypatch.setattr(catalog, "SNIPPETS", tmp_path / "snippets")
-    monkeypatch.setattr(catalog, "TRACES", tmp_path / "traces")
-    monkeypatch.setattr(catalog, "ROOT", tmp_path)
-    monkeypatch.setattr(freeze, "ROOT", tmp_path)
-    monkeypatch.setattr(freeze, "TRACES", tmp_path / "traces")
-    monkeypatch.setattr(freeze, "probe_environment", lambda python, packages=(), runner=None: {"torch": "test", "gpu": None})
+    fake_project(tmp_path, monkeypatch, FAKE_SNIPPET)
     return tmp_path
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from scripts import catalog, freeze
-from tests.conftest import ROOT, clean_copy, mkdocs_build
+from tests.conftest import ROOT, clean_copy, fake_project, mkdocs_build
 
 # An independent description of what must never be published: absolute POSIX or Windows paths.
 MACHINE_PATH = re.compile(r'(?:^|[\s"\'(=:])(/(?:home|root|Users|tmp|var|opt|usr|mnt|srv|work)/|[A-Z]:\\)')
@@ -89,14 +89,7 @@ FAKE_SNIPPET = textwrap.dedent('''
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     """A catalog of fake snippets in a temporary tree, with earlier artifacts already frozen."""
-    (tmp_path / "snippets").mkdir()
-    (tmp_path / "snippets" / "fake.py").write_text(FAKE_SNIPPET)
-    monkeypatch.setattr(catalog, "SNIPPETS", tmp_path / "snippets")
-    monkeypatch.setattr(catalog, "TRACES", tmp_path / "traces")
-    monkeypatch.setattr(catalog, "ROOT", tmp_path)
-    monkeypatch.setattr(freeze, "ROOT", tmp_path)
-    monkeypatch.setattr(freeze, "TRACES", tmp_path / "traces")
-    monkeypatch.setattr(freeze, "probe_environment", lambda python, packages=(), runner=None: {"torch": "test", "gpu": None})
+    fake_project(tmp_path, monkeypatch, FAKE_SNIPPET)
     ok = [catalog.Example("fake", f"run{i}", ("--tag", f"run{i}")) for i in range(2)]
     for example in ok:
         assert freeze.refresh([example], sys.executable, log=lambda *_: None) == 0

@@ -21,7 +21,7 @@ import pytest
 from scripts import catalog, cli, freeze, runner
 from scripts.samples import samples_of
 from scripts.trace import build_trace
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fake_project
 
 pytestmark = pytest.mark.skipif(not runner.fork_available(), reason="the fork server needs Linux")
 
@@ -137,19 +137,12 @@ FAKE_TORCH = textwrap.dedent('''
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A catalog of test snippets in a temporary tree; the torch they import is a fake."""
-    (tmp_path / "snippets").mkdir()
-    (tmp_path / "snippets" / "fake.py").write_text(TEST_SNIPPET)
+    fake_project(tmp_path, monkeypatch, TEST_SNIPPET)
     (tmp_path / "fake_torch" / "torch").mkdir(parents=True)
     (tmp_path / "fake_torch" / "torch" / "__init__.py").write_text(FAKE_TORCH)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake_torch"))
     monkeypatch.setenv("FAKE_CUDA_LOG", str(tmp_path / "cuda.log"))
     monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
-    for module in (catalog, freeze):
-        monkeypatch.setattr(module, "ROOT", tmp_path)
-        monkeypatch.setattr(module, "TRACES", tmp_path / "traces")
-    monkeypatch.setattr(catalog, "SNIPPETS", tmp_path / "snippets")
-    monkeypatch.setattr(freeze, "probe_environment",
-                        lambda python, packages=(), runner=None: {"torch": "test", "gpu": None})
     return tmp_path
 
 
