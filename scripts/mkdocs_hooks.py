@@ -22,6 +22,7 @@ from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.plugins import event_priority  # noqa: E402
 
 from scripts import catalog, freeze, glossary, notebooks, offscreen, pages, vendor_pyodide  # noqa: E402
+from scripts.markup import Markup, h  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.freeze")
 
@@ -68,8 +69,7 @@ def on_config(config):
 
 
 def on_pre_build(config):
-    global _palette_script
-    _palette_script = ""  # read again by this build's first page (serve: it may have changed)
+    _inlined.clear()  # the inlined scripts read again by this build's first page (serve: edits)
     pages.SITE.assets.clear()
     pages.SITE.assets.update(notebooks.published_snippets())  # what a downloaded notebook fetches
     problems = freeze.check(list(catalog.EXAMPLES))
@@ -150,7 +150,9 @@ def on_page_content(html, page, **kwargs):
 PALETTE_FORM = '<form class="md-header__option" data-md-component="palette">'
 MATERIAL_PALETTE_SCRIPT = re.compile(r'<script>var palette=__md_get\("__palette"\);.*?</script>', re.S)
 PALETTE_SCRIPT = "javascripts/palette.js"  # under docs/, inlined (exclude_docs keeps it off the site)
-_palette_script = ""  # its text, read once per build (by its first page), inlined into every page
+THEME_SCRIPT = "javascripts/theme.js"  # the same: loads Material's bundle after the first frame
+MATERIAL_BUNDLE = re.compile(r'<script src="(?P<src>[^"]*assets/javascripts/bundle\.[0-9a-f]+\.min\.js)"></script>')
+_inlined: dict[str, str] = {}  # those scripts' texts, read once per build (by its first page)
 
 
 def own_palette_switch(output: str, script: str) -> str:
@@ -168,14 +170,30 @@ def own_palette_switch(output: str, script: str) -> str:
     return output.replace(PALETTE_FORM, '<form class="md-header__option" data-md-palette>', 1)
 
 
+def bundle_after_first_frame(output: str, script: str) -> str:
+    """Material's bundle loaded by ours (docs/javascripts/theme.js says why) instead of by its
+    <script> at the end of the page. A Material that loads it otherwise fails the build here."""
+    if "data-md-component=" not in output:
+        return output  # not a page of the theme (a redirect)
+    found = MATERIAL_BUNDLE.search(output)
+    if found is None:
+        raise PluginError("Material's bundle is not loaded where scripts/mkdocs_hooks.py expects it")
+    loader = h("script", {"data-md-bundle": found.group("src")}, Markup(script))
+    return output[:found.start()] + str(loader) + output[found.end():]
+
+
+def _script(config, name: str) -> str:
+    if name not in _inlined:
+        _inlined[name] = (Path(config.docs_dir) / name).read_text(encoding="utf-8")
+    return _inlined[name]
+
+
 def on_post_page(output, page, config):
     # Material's search dialog has no accessible name (Lighthouse: aria-dialog-name).
     output = output.replace('data-md-component="search" role="dialog"',
                             'data-md-component="search" role="dialog" aria-label="Search"', 1)
-    global _palette_script
-    if not _palette_script:
-        _palette_script = (Path(config.docs_dir) / PALETTE_SCRIPT).read_text(encoding="utf-8")
-    output = own_palette_switch(output, _palette_script)
+    output = own_palette_switch(output, _script(config, PALETTE_SCRIPT))
+    output = bundle_after_first_frame(output, _script(config, THEME_SCRIPT))
     # The repository link stays a plain link: as a "source" component Material would fetch the
     # repository's stars and forks from api.github.com, a request to another site on every page.
     return output.replace('class="md-source" data-md-component="source"', 'class="md-source"')

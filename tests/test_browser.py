@@ -466,3 +466,34 @@ def test_search_finds_a_post_by_a_word_of_its_profiler_output(visit):
     hit = page.locator(".md-search-result__item a[href*='blog/']").first
     hit.wait_for()
     assert re.search(r"blog/(matmul-add|matmul-add-sweep|linear-mlp|attention|llm-inference)/", hit.get_attribute("href"))
+
+
+# --- Material's script, after the first paint (docs/javascripts/theme.js) -------------------------
+
+
+def test_material_loads_after_the_content_is_painted_and_fetches_no_sitemap(visit):
+    """The content is painted before Material's bundle is even requested; Material still mounts
+    its components (the search); the RSS feeds stay linked from the
+    page; and Material does not take them for language versions, fetching sitemap.xml for each."""
+    v = visit(viewport=PHONE)
+    requested = []
+    v.context.on("request", lambda r: requested.append(r.url))
+    page = v.open("blog/attention/")
+    page.wait_for_load_state("networkidle")
+    timing = page.evaluate("""() => ({
+      paint: performance.getEntriesByName("first-contentful-paint")[0].startTime,
+      bundle: performance.getEntriesByType("resource")
+        .filter((e) => /assets\\/javascripts\\/bundle\\.[0-9a-f]+\\.min\\.js$/.test(e.name))
+        .map((e) => e.startTime),
+    })""")
+    assert len(timing["bundle"]) == 1, timing
+    assert timing["bundle"][0] >= timing["paint"], timing
+    # mounted: Material's search component writes its state (empty in the page as built), and
+    # once its index is built says so ("Initializing search" until then)
+    page.wait_for_function("""() => /^(?!Initializing)\\S/.test(
+      document.querySelector(".md-search-result__meta").textContent.trim())""")
+    feeds = page.eval_on_selector_all('head link[rel="alternate"][type="application/rss+xml"]',
+                                      "(links) => links.map((l) => l.getAttribute('href'))")
+    assert sorted(f.rsplit("/", 1)[-1] for f in feeds) == ["feed_rss_created.xml", "feed_rss_updated.xml"]
+    assert not [u for u in requested if u.endswith("sitemap.xml")], requested
+    assert not v.problems, "\n".join(v.problems)

@@ -38,7 +38,7 @@
 
   var idle = window.requestIdleCallback || function (run) { return setTimeout(run, 16); };
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", land);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", land, { once: true });
   else land();
   addEventListener("hashchange", land);
   if (document.readyState === "complete") idle(layOutNext);

@@ -26,6 +26,6 @@
     const full = !!box.querySelector(".prof-scroll table.prof-full-view");
     if (input.checked !== full) swap(box);
   });
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready, { once: true });
   else ready();
 })();

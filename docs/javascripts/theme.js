@@ -1,0 +1,45 @@
+// Material's script, run once the page's content has been painted, not while the page loads
+// (scripts/mkdocs_hooks.py inlines this in place of the <script> that loaded the bundle, whose
+// address it keeps in `data-md-bundle`).
+//
+// Why: at the end of the page, Material's bundle ran inside the task that parsed the content, so
+// the text could not be painted until the bundle had run and mounted its components, and on a
+// phone the first paragraph showed that much later (tests/benchmarks/lighthouse.py: Largest
+// Contentful Paint). Loaded after the first frame, the bundle does the same work, in tasks of
+// its own, after the reader already sees the page. Without JavaScript nothing changes.
+(function () {
+  "use strict";
+  var bundle = document.currentScript.getAttribute("data-md-bundle");
+  // Links to the RSS feeds: the feed readers' way to find them, but Material's language switcher
+  // takes every link rel=alternate for another language's site and fetches and parses a sitemap
+  // for each (squidfunk/mkdocs-material#8576): two requests and two XML parses per page, for
+  // nothing. They are out of the document only while Material looks for them.
+  var FEEDS = 'link[rel="alternate"][type="application/rss+xml"]';
+
+  function mount() {
+    var feeds = Array.prototype.slice.call(document.querySelectorAll(FEEDS));
+    var places = feeds.map(function (link) { return [link.parentNode, link.nextSibling]; });
+    feeds.forEach(function (link) { link.remove(); });
+    // Material mounts its components when the document is loaded (its DOMContentLoaded
+    // listener, once); the event has passed, so it is told again. Our scripts listen once.
+    document.dispatchEvent(new Event("DOMContentLoaded"));
+    feeds.forEach(function (link, i) { places[i][0].insertBefore(link, places[i][1]); });
+  }
+
+  function load() {
+    var script = document.createElement("script");
+    script.src = bundle;
+    script.onload = mount;
+    document.body.appendChild(script);
+  }
+
+  function afterFirstFrame() {
+    requestAnimationFrame(function () { setTimeout(load, 0); });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", afterFirstFrame, { once: true });
+  } else {
+    afterFirstFrame();
+  }
+})();
