@@ -241,7 +241,8 @@ class _Nesting:
             starts, ends = self.ts, self.end
         else:
             rows = list(compress(range(len(threads)), map(thread.__eq__, threads)))
-            starts, ends = list(map(self.ts.__getitem__, rows)), list(map(self.end.__getitem__, rows))
+            starts = list(map(self.ts.__getitem__, rows))
+            ends = list(map(self.end.__getitem__, rows))
         unknown = [_UNKNOWN] * len(rows)
         found = self._threads[thread] = ((rows, starts, ends, unknown, unknown[:], unknown[:])
                                          if rows else None)
@@ -410,7 +411,8 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
         share_pct=100.0 * time / totals[kind] if totals[kind] else 0.0,
         op=_commonest_op(ops, op_nesting, items, members) if kind != "cpu_op" else None,
         frame=None if frame is None else short_frame(frame),
-        stack=[short_frame(f) for f in _down_to_user(python.names, user, frames.chain(*point))][:STACK_DEPTH],
+        stack=[short_frame(f) for f in
+               _down_to_user(python.names, user, frames.chain(*point))][:STACK_DEPTH],
     ) for (name, kind, frame), (count, time, members, point) in ranked]
 
 
