@@ -214,15 +214,16 @@ _UNKNOWN = -2  # a parent not looked for yet (-1: none)
 
 
 class _Nesting:
-    """Which rows (trace order) run at a given time on a given thread, asked at a few points.
+    """Which rows (trace order) run at a given time on a given thread (start <= t <= end),
+    asked at a few points.
 
-    The answer is what a sweep in trace order would hold on its stack of open rows at that time
-    (a row opened pops the rows that ended before it starts; nesting in a trace is not always
-    exact, so the stack is then filtered to the rows still running). That stack is a chain of
-    parents: a row's parent is the top of the stack it was pushed onto. So a query bisects the
-    thread's starts for the last row opened and walks up its parents; a parent is looked for
-    when first needed and kept, so only the rows near the points asked about are visited, not
-    every row of every thread."""
+    A sweep in trace order would keep a stack of open rows, each row popping those that ended
+    before it starts; at time t the rows running are on that stack (nesting in a trace is not
+    always exact: some on it may have ended, and are left out). That stack is a chain of
+    parents, a row's parent being the top of the stack it was pushed onto. So a query bisects
+    the thread's starts for the last row opened and walks up its parents; a parent is looked
+    for when first needed and kept, so only the rows near the points asked about are visited,
+    not every row of every thread."""
 
     def __init__(self, ts, end, threads: list[tuple], marked: list[bool] | None = None):
         self.ts, self.end, self.all_threads = ts, end, threads
