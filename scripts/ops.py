@@ -31,7 +31,8 @@ import sys
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from itertools import compress
+from itertools import compress, repeat
+from operator import and_, is_, not_
 
 from .analysis import rounded, short_name
 from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
@@ -213,6 +214,13 @@ def enclosing(events: list[Event], queries: list[tuple[tuple, float]]) -> list[l
 _UNKNOWN = -2  # a parent not looked for yet (-1: none)
 
 
+def _parent(starts: list, by_end: _Ends, parents: list, row: int) -> int:
+    """The row under `row` on the sweep's stack (-1: none), kept: the last row before it that
+    had not ended when it started (a row between them that ended before was popped by then)."""
+    found = parents[row] = by_end.last_at_least(row - 1, starts[row])
+    return found
+
+
 class _Nesting:
     """Which rows (trace order) run at a given time on a given thread (start <= t <= end),
     asked at a few points.
@@ -220,10 +228,11 @@ class _Nesting:
     A sweep in trace order would keep a stack of open rows, each row popping those that ended
     before it starts; at time t the rows running are on that stack (nesting in a trace is not
     always exact: some on it may have ended, and are left out). That stack is a chain of
-    parents, a row's parent being the top of the stack it was pushed onto. So a query bisects
-    the thread's starts for the last row opened and walks up its parents; a parent is looked
-    for when first needed and kept, so only the rows near the points asked about are visited,
-    not every row of every thread."""
+    parents, a row's parent being the top of the stack it was pushed onto: the last row before
+    it that had not ended when it started. So a query bisects the thread's starts for the last
+    row opened and walks up its parents, each found when first needed (by the rows' ends,
+    `_Ends`) and kept; no sweep visits every row of every thread. Each row also keeps the
+    innermost marked row up its parents (`innermost_marked`: the user's frame)."""
 
     def __init__(self, ts, end, threads: list[tuple], marked: list[bool] | None = None):
         self.ts, self.end, self.all_threads = ts, end, threads
@@ -245,8 +254,8 @@ class _Nesting:
             starts = list(map(self.ts.__getitem__, rows))
             ends = list(map(self.end.__getitem__, rows))
         unknown = [_UNKNOWN] * len(rows)
-        found = self._threads[thread] = ((rows, starts, ends, unknown, unknown[:], unknown[:])
-                                         if rows else None)
+        found = self._threads[thread] = ((rows, starts, ends, unknown, unknown[:], unknown[:],
+                                          _Ends(ends)) if rows else None)
         return found
 
     def running(self, thread: tuple, t: float) -> Iterator[int]:
@@ -254,13 +263,13 @@ class _Nesting:
         found = self._thread(thread)
         if found is None:
             return
-        rows, starts, ends, parents = found[:4]
+        rows, starts, ends, parents, _, _, by_end = found
         at = bisect_right(starts, t) - 1
         while at >= 0:
             if ends[at] >= t:
                 yield rows[at]
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, ends, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(starts, by_end, parents, at)
 
     def innermost_marked(self, thread: tuple, t: float) -> tuple[bool, int | None]:
         """Whether any row runs at `t` on `thread`, and the innermost marked one (None: none
@@ -269,11 +278,11 @@ class _Nesting:
         found = self._thread(thread)
         if found is None:
             return False, None
-        rows, starts, ends, parents, nearest, earliest = found
+        rows, starts, ends, parents, nearest, earliest, by_end = found
         at = bisect_right(starts, t) - 1
         while at >= 0 and ends[at] < t:  # rows that ended before t: not running
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, ends, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(starts, by_end, parents, at)
         if at < 0:
             return False, None
         if nearest[at] == _UNKNOWN:
@@ -284,12 +293,12 @@ class _Nesting:
         return True, next((row for row in self.running(thread, t) if marked[row]), None)
 
     def _fill(self, found: tuple, at: int) -> None:
-        rows, starts, ends, parents, nearest, earliest = found
+        rows, starts, ends, parents, nearest, earliest, by_end = found
         path = []
         while at >= 0 and nearest[at] == _UNKNOWN:
             path.append(at)
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, ends, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(starts, by_end, parents, at)
         near, low = (nearest[at], earliest[at]) if at >= 0 else (-1, math.inf)
         marked = self.marked
         for at in reversed(path):
@@ -303,25 +312,54 @@ class _Nesting:
         return list(self.running(thread, t))[::-1]
 
 
-def _parent(starts: list, ends: list, parents: list, row: int) -> int:
-    """The row under `row` on the sweep's stack (-1: none): the first row, from the one before
-    it up that row's parents, that had not ended when `row` started. Those parents are found
-    the same way first, with a stack of rows waiting rather than recursion."""
-    waiting = [row]
-    while waiting:
-        j = waiting[-1]
-        start = starts[j]
-        k = j - 1
-        while k >= 0 and ends[k] < start:
-            above = parents[k]
-            if above == _UNKNOWN:
-                waiting.append(k)
-                break
-            k = above
-        else:
-            parents[j] = k
-            waiting.pop()
-    return parents[row]
+_BLOCK = 32  # rows a block of _Ends
+
+
+class _Ends:
+    """Values by position, for "the last position at or before `at` whose value is `t` or
+    more": each block of _BLOCK positions keeps its greatest value, and the blocks are the
+    leaves of a binary tree of maxima (the root at 1, node i's children at 2i and 2i + 1), so
+    that the search reads a few values in a block, then whole blocks by their maxima, in a
+    logarithmic number of steps."""
+
+    def __init__(self, values):
+        self.values = values
+        level = [max(values[i:i + _BLOCK]) for i in range(0, len(values), _BLOCK)]
+        self.leaves = 1 << max(len(level) - 1, 0).bit_length()
+        level += [-math.inf] * (self.leaves - len(level))
+        levels = [level]
+        while len(level) > 1:
+            level = list(map(max, level[0::2], level[1::2]))
+            levels.append(level)
+        self.tree = [-math.inf]
+        for level in reversed(levels):
+            self.tree += level
+
+    def last_at_least(self, at: int, t: float) -> int:
+        """The last position at or before `at` whose value is `t` or more (-1: none)."""
+        values = self.values
+        first = at - at % _BLOCK
+        while at >= first:
+            if values[at] >= t:
+                return at
+            at -= 1
+        if first == 0:
+            return -1
+        # The blocks before: from the leaf before this block, past each subtree whose maximum
+        # is less than t, leftwards; then down the rightmost branch of the first that reaches t.
+        tree, node = self.tree, self.leaves + first // _BLOCK - 1
+        while tree[node] < t:
+            while not node & 1:  # a left child: what lies left of it lies left of its parent
+                node >>= 1
+            if node == 1:
+                return -1
+            node -= 1
+        while node < self.leaves:
+            node = 2 * node + 1 if tree[2 * node + 1] >= t else 2 * node
+        at = (node - self.leaves) * _BLOCK + _BLOCK - 1
+        while values[at] < t:
+            at -= 1
+        return at
 
 
 def _down_to_user(names: list[str], user: list[bool], chain: list[int]) -> list[str]:
@@ -350,8 +388,8 @@ def _forward_point(ops: OpRows, nesting: _Nesting, forward: dict, thread: tuple,
 
 def _forward_ops(ops: OpRows) -> dict:
     """Sequence number -> the outermost forward op (first in trace order) that has it."""
-    rows = [j for j, (seq, fwd) in enumerate(zip(ops.sequence, ops.forward))
-            if not fwd and type(seq) is int]
+    forward_int = map(and_, map(not_, ops.forward), map(is_, map(type, ops.sequence), repeat(int)))
+    rows = list(compress(range(len(ops.sequence)), forward_int))  # a list at a time
     return dict(zip(map(ops.sequence.__getitem__, reversed(rows)), reversed(rows)))
 
 

@@ -84,8 +84,8 @@ def test_a_kernel_comes_from_the_innermost_user_frame(trace):
 
 
 def test_enclosing_events_are_those_running_on_the_thread():
-    """Asked at a few points, with parents found as needed: the same answer as looking at every
-    event, where nesting is exact or not (an op that outlasts the one it started in)."""
+    """Asked at a few points, each row's parent found when needed: the same answer as looking at
+    every event, where nesting is exact or not (an op that outlasts the one it started in)."""
     rng = random.Random(7)
     events = [SimpleNamespace(ts=float(start), end=float(start + rng.choice([1, 3, 8, 30, 90])),
                               pid=1, tid=rng.choice([1, 2]))
@@ -101,6 +101,7 @@ def test_enclosing_events_are_those_running_on_the_thread():
     row_of = {id(e): row for row, e in enumerate(events)}  # equal events are still two rows
     for (thread, t), found in zip(queries, running):
         rows = [row_of[id(e)] for e in found]
+        assert next(nesting.running(thread, t), None) == (rows[-1] if rows else None)
         assert nesting.innermost_marked(thread, t) == (
             bool(rows), next((row for row in reversed(rows) if marked[row]), None))
 
