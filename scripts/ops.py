@@ -29,8 +29,9 @@ import math
 import re
 import sys
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import cache, partial
 from itertools import compress, repeat
 from operator import and_, is_, not_
 
@@ -214,11 +215,22 @@ def enclosing(events: list[Event], queries: list[tuple[tuple, float]]) -> list[l
 _UNKNOWN = -2  # a parent not looked for yet (-1: none)
 
 
-def _parent(starts: list, by_end: _Ends, parents: list, row: int) -> int:
+def _parent(starts: list, ends: list, by_end: Callable[[], _Ends], parents: list,
+            row: int) -> int:
     """The row under `row` on the sweep's stack (-1: none), kept: the last row before it that
-    had not ended when it started (a row between them that ended before was popped by then)."""
-    found = parents[row] = by_end.last_at_least(row - 1, starts[row])
-    return found
+    had not ended when it started. Up the parents of the row before it while they are known
+    (the rows they pass over ended before that row started, so before this one); at one not
+    known, by the rows' ends."""
+    start = starts[row]
+    k = row - 1
+    while k >= 0 and ends[k] < start:
+        above = parents[k]
+        if above == _UNKNOWN:
+            k = by_end().last_at_least(k - 1, start)
+            break
+        k = above
+    parents[row] = k
+    return k
 
 
 class _Nesting:
@@ -250,12 +262,12 @@ class _Nesting:
             rows = range(len(threads))
             starts, ends = self.ts, self.end
         else:
-            rows = list(compress(range(len(threads)), map(thread.__eq__, threads)))
-            starts = list(map(self.ts.__getitem__, rows))
-            ends = list(map(self.end.__getitem__, rows))
+            mine = list(map(thread.__eq__, threads))
+            rows = list(compress(range(len(threads)), mine))
+            starts, ends = list(compress(self.ts, mine)), list(compress(self.end, mine))
         unknown = [_UNKNOWN] * len(rows)
         found = self._threads[thread] = ((rows, starts, ends, unknown, unknown[:], unknown[:],
-                                          _Ends(ends)) if rows else None)
+                                          cache(partial(_Ends, ends))) if rows else None)
         return found
 
     def running(self, thread: tuple, t: float) -> Iterator[int]:
@@ -269,7 +281,7 @@ class _Nesting:
             if ends[at] >= t:
                 yield rows[at]
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, by_end, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
 
     def innermost_marked(self, thread: tuple, t: float) -> tuple[bool, int | None]:
         """Whether any row runs at `t` on `thread`, and the innermost marked one (None: none
@@ -282,7 +294,7 @@ class _Nesting:
         at = bisect_right(starts, t) - 1
         while at >= 0 and ends[at] < t:  # rows that ended before t: not running
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, by_end, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
         if at < 0:
             return False, None
         if nearest[at] == _UNKNOWN:
@@ -298,7 +310,7 @@ class _Nesting:
         while at >= 0 and nearest[at] == _UNKNOWN:
             path.append(at)
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, by_end, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
         near, low = (nearest[at], earliest[at]) if at >= 0 else (-1, math.inf)
         marked = self.marked
         for at in reversed(path):
