@@ -25,10 +25,15 @@ need their args, so the trace must be loaded with them kept:
 
 from __future__ import annotations
 
+import math
 import re
 import sys
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from itertools import compress
+from functools import cache, partial
+from itertools import compress, repeat
+from operator import and_, is_, not_
 
 from .analysis import rounded, short_name
 from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
@@ -202,95 +207,202 @@ def short_frame(frame: str, parts: int = 3, width: int = 100) -> str:
 def enclosing(events: list[Event], queries: list[tuple[tuple, float]]) -> list[list[Event]]:
     """For each (thread, time) query, the events of `events` (trace order) on that thread that
     run at that time, outermost first."""
-    found = _enclosing([e.ts for e in events], [e.end for e in events],
-                       [(e.pid, e.tid) for e in events], queries)
-    return [list(map(events.__getitem__, rows)) for rows in found]
+    nesting = _Nesting([e.ts for e in events], [e.end for e in events],
+                       [(e.pid, e.tid) for e in events])
+    return [list(map(events.__getitem__, nesting.chain(thread, t))) for thread, t in queries]
 
 
-def _enclosing(ts: list[float], end: list[float], threads: list,
-               queries: list[tuple[tuple, float]]) -> list[list[int]]:
-    """`enclosing` of rows in trace order, as row numbers: one sweep per thread with a stack of
-    open rows."""
-    by_thread: dict[tuple, list[int]] = {}  # the rows of each thread asked about
-    distinct = set(threads)
-    for thread in {thread for thread, _ in queries} & distinct:
-        by_thread[thread] = (list(range(len(threads))) if len(distinct) == 1 else
-                             list(compress(range(len(threads)), map(thread.__eq__, threads))))
-    found: list[list[int]] = [[] for _ in queries]
-    order = sorted(range(len(queries)), key=lambda i: queries[i][1])
-    at: dict[tuple, int] = {}  # thread -> next row to open
-    stacks: dict[tuple, list] = {}  # thread -> the open rows, as (end, row)
-    for i in order:
-        thread, t = queries[i]
-        mine = by_thread.get(thread)
-        if not mine:
-            continue
-        stack = stacks.setdefault(thread, [])
-        k = at.get(thread, 0)
-        count = len(mine)
-        while k < count:
-            j = mine[k]
-            start = ts[j]
-            if start > t:
-                break
-            while stack and stack[-1][0] < start:
-                stack.pop()
-            stack.append((end[j], j))
-            k += 1
-        at[thread] = k
-        while stack and stack[-1][0] < t:
-            stack.pop()
-        found[i] = [j for e, j in stack if e >= t]  # nesting in a trace is not always exact
-    return found
+_UNKNOWN = -2  # a parent not looked for yet (-1: none)
 
 
-class _Frames:
-    """Python frame names, with whether each is library code (asked once per name)."""
+def _parent(starts: list, ends: list, by_end: Callable[[], _Ends], parents: list,
+            row: int) -> int:
+    """The row under `row` on the sweep's stack (-1: none), kept: the last row before it that
+    had not ended when it started. Up the parents of the row before it while they are known
+    (the rows they pass over ended before that row started, so before this one); at one not
+    known, by the rows' ends."""
+    start = starts[row]
+    k = row - 1
+    while k >= 0 and ends[k] < start:
+        above = parents[k]
+        if above == _UNKNOWN:
+            k = by_end().last_at_least(k - 1, start)
+            break
+        k = above
+    parents[row] = k
+    return k
 
-    def __init__(self, names: list[str]):
-        self.names = names
-        self.library: dict[str, bool] = {}
 
-    def is_library(self, row: int) -> bool:
-        name = self.names[row]
-        found = self.library.get(name)
-        if found is None:
-            found = self.library[name] = is_library_frame(name)
+class _Nesting:
+    """Which rows (trace order) run at a given time on a given thread (start <= t <= end),
+    asked at a few points.
+
+    A sweep in trace order would keep a stack of open rows, each row popping those that ended
+    before it starts; at time t the rows running are on that stack (nesting in a trace is not
+    always exact: some on it may have ended, and are left out). That stack is a chain of
+    parents, a row's parent being the top of the stack it was pushed onto: the last row before
+    it that had not ended when it started. So a query bisects the thread's starts for the last
+    row opened and walks up its parents, each found when first needed (by the rows' ends,
+    `_Ends`) and kept; no sweep visits every row of every thread. Each row also keeps the
+    innermost marked row up its parents (`innermost_marked`: the user's frame)."""
+
+    def __init__(self, ts, end, threads: list[tuple], marked: list[bool] | None = None):
+        self.ts, self.end, self.all_threads = ts, end, threads
+        self.marked = marked  # rows that `innermost_marked` looks for
+        # thread -> its rows, their starts, ends and parents, and for `innermost_marked` each
+        # row's innermost marked row up its parents and the earliest end among them
+        self._threads: dict[tuple, tuple] = {}
+
+    def _thread(self, thread: tuple) -> tuple | None:
+        found = self._threads.get(thread, 0)
+        if found != 0:
+            return found
+        threads = self.all_threads
+        if threads and threads[0] == thread and threads.count(thread) == len(threads):
+            rows = range(len(threads))
+            starts, ends = self.ts, self.end
+        else:
+            mine = list(map(thread.__eq__, threads))
+            rows = list(compress(range(len(threads)), mine))
+            starts, ends = list(compress(self.ts, mine)), list(compress(self.end, mine))
+        unknown = [_UNKNOWN] * len(rows)
+        found = self._threads[thread] = ((rows, starts, ends, unknown, unknown[:], unknown[:],
+                                          cache(partial(_Ends, ends))) if rows else None)
         return found
 
-    def down_to_user(self, chain: list[int]) -> list[str]:
-        """The frames (outermost first) innermost first, down to the innermost user frame."""
-        inner = chain[::-1]
-        at = next((i for i, f in enumerate(inner) if not self.is_library(f)), len(inner) - 1)
-        return [self.names[f] for f in inner[:at + 1]]
+    def running(self, thread: tuple, t: float) -> Iterator[int]:
+        """The rows running at `t` on `thread`, innermost first."""
+        found = self._thread(thread)
+        if found is None:
+            return
+        rows, starts, ends, parents, _, _, by_end = found
+        at = bisect_right(starts, t) - 1
+        while at >= 0:
+            if ends[at] >= t:
+                yield rows[at]
+            parent = parents[at]
+            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
 
-    def user_frame(self, chain: list[int]) -> str | None:
-        """The innermost frame of user code among enclosing frames (outermost first)."""
-        return next((self.names[f] for f in reversed(chain) if not self.is_library(f)), None)
+    def innermost_marked(self, thread: tuple, t: float) -> tuple[bool, int | None]:
+        """Whether any row runs at `t` on `thread`, and the innermost marked one (None: none
+        is). Each row keeps the innermost marked row up its parents, so that this reads one
+        row where nesting is exact (no row up the parents ended before `t`)."""
+        found = self._thread(thread)
+        if found is None:
+            return False, None
+        rows, starts, ends, parents, nearest, earliest, by_end = found
+        at = bisect_right(starts, t) - 1
+        while at >= 0 and ends[at] < t:  # rows that ended before t: not running
+            parent = parents[at]
+            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
+        if at < 0:
+            return False, None
+        if nearest[at] == _UNKNOWN:
+            self._fill(found, at)
+        if earliest[at] >= t:
+            return True, None if nearest[at] < 0 else rows[nearest[at]]
+        marked = self.marked
+        return True, next((row for row in self.running(thread, t) if marked[row]), None)
+
+    def _fill(self, found: tuple, at: int) -> None:
+        rows, starts, ends, parents, nearest, earliest, by_end = found
+        path = []
+        while at >= 0 and nearest[at] == _UNKNOWN:
+            path.append(at)
+            parent = parents[at]
+            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
+        near, low = (nearest[at], earliest[at]) if at >= 0 else (-1, math.inf)
+        marked = self.marked
+        for at in reversed(path):
+            if marked[rows[at]]:
+                near = at
+            low = min(low, ends[at])
+            nearest[at], earliest[at] = near, low
+
+    def chain(self, thread: tuple, t: float) -> list[int]:
+        """The rows running at `t` on `thread`, outermost first."""
+        return list(self.running(thread, t))[::-1]
 
 
-def _frames_of_forward(ops: OpRows, python: OpRows, frames: list[list[int]],
-                       op_chains: list[list[int]]) -> None:
+_BLOCK = 32  # rows a block of _Ends
+
+
+class _Ends:
+    """Values by position, for "the last position at or before `at` whose value is `t` or
+    more": each block of _BLOCK positions keeps its greatest value, and the blocks are the
+    leaves of a binary tree of maxima (the root at 1, node i's children at 2i and 2i + 1), so
+    that the search reads a few values in a block, then whole blocks by their maxima, in a
+    logarithmic number of steps."""
+
+    def __init__(self, values):
+        self.values = values
+        level = [max(values[i:i + _BLOCK]) for i in range(0, len(values), _BLOCK)]
+        self.leaves = 1 << max(len(level) - 1, 0).bit_length()
+        level += [-math.inf] * (self.leaves - len(level))
+        levels = [level]
+        while len(level) > 1:
+            level = list(map(max, level[0::2], level[1::2]))
+            levels.append(level)
+        self.tree = [-math.inf]
+        for level in reversed(levels):
+            self.tree += level
+
+    def last_at_least(self, at: int, t: float) -> int:
+        """The last position at or before `at` whose value is `t` or more (-1: none)."""
+        values = self.values
+        first = at - at % _BLOCK
+        while at >= first:
+            if values[at] >= t:
+                return at
+            at -= 1
+        if first == 0:
+            return -1
+        # The blocks before: from the leaf before this block, past each subtree whose maximum
+        # is less than t, leftwards; then down the rightmost branch of the first that reaches t.
+        tree, node = self.tree, self.leaves + first // _BLOCK - 1
+        while tree[node] < t:
+            while not node & 1:  # a left child: what lies left of it lies left of its parent
+                node >>= 1
+            if node == 1:
+                return -1
+            node -= 1
+        while node < self.leaves:
+            node = 2 * node + 1 if tree[2 * node + 1] >= t else 2 * node
+        at = (node - self.leaves) * _BLOCK + _BLOCK - 1
+        while values[at] < t:
+            at -= 1
+        return at
+
+
+def _down_to_user(names: list[str], user: list[bool], chain: list[int]) -> list[str]:
+    """The frames of a chain (outermost first) innermost first, down to the innermost user
+    frame (all of them without one)."""
+    inner = chain[::-1]
+    at = next((i for i, f in enumerate(inner) if user[f]), len(inner) - 1)
+    return [names[f] for f in inner[:at + 1]]
+
+
+def _forward_point(ops: OpRows, nesting: _Nesting, forward: dict, thread: tuple,
+                   t: float) -> tuple | None:
     """Work of the backward pass runs on autograd's thread, which has no Python frames: its
     frames are those of the forward op it differentiates, found as autograd links them (the
-    backward op's `Sequence number`, with a `Fwd thread id`, names the forward op's). Fills in
-    `frames` where they are empty and such a link exists."""
-    forward: dict[int, int] = {}
-    for j, (seq, fwd) in enumerate(zip(ops.sequence, ops.forward)):
-        if type(seq) is int and not fwd:
-            forward.setdefault(seq, j)  # the outermost op of that sequence number
-    wanted, queries = [], []
+    backward op's `Sequence number`, with a `Fwd thread id`, names the forward op's). The
+    (thread, time) of that forward op, for the innermost backward op running at `t` that has
+    one; None without."""
     sequence, is_backward = ops.sequence, ops.forward
-    for i, (chain, op_chain) in enumerate(zip(frames, op_chains)):
-        if chain:
-            continue
-        linked = next((forward.get(sequence[j]) for j in reversed(op_chain)
-                       if is_backward[j] and forward.get(sequence[j]) is not None), None)
-        if linked is not None:
-            wanted.append(i)
-            queries.append((ops.threads[linked], ops.ts[linked]))
-    for i, chain in zip(wanted, _enclosing(python.ts, python.end, python.threads, queries)):
-        frames[i] = chain
+    for j in nesting.running(thread, t):
+        if is_backward[j]:
+            linked = forward.get(sequence[j])
+            if linked is not None:
+                return ops.threads[linked], ops.ts[linked]
+    return None
+
+
+def _forward_ops(ops: OpRows) -> dict:
+    """Sequence number -> the outermost forward op (first in trace order) that has it."""
+    forward_int = map(and_, map(not_, ops.forward), map(is_, map(type, ops.sequence), repeat(int)))
+    rows = list(compress(range(len(ops.sequence)), forward_int))  # a list at a time
+    return dict(zip(map(ops.sequence.__getitem__, reversed(rows)), reversed(rows)))
 
 
 def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[SourceLine]:
@@ -318,36 +430,57 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
                  if window.start <= ts < window.end]
     if not items:
         return []
-    queries = [(thread, ts) for _, _, _, thread, ts in items]
-    frames = _enclosing(python.ts, python.end, python.threads, queries)
-    if ops is not None:
-        op_chains = _enclosing(ops.ts, ops.end, ops.threads, queries)
-        if ops.sequence is not None:
-            _frames_of_forward(ops, python, frames, op_chains)
-    else:
-        op_chains = [[] for _ in queries]
-    names = _Frames(python.names)
+    by_name = {name: not is_library_frame(name) for name in set(python.names)}
+    user = list(map(by_name.__getitem__, python.names))  # whether a frame is user code
+    frames = _Nesting(python.ts, python.end, python.threads, user)
+    op_nesting = _Nesting(ops.ts, ops.end, ops.threads) if ops is not None else None
+    backward = ops is not None and ops.sequence is not None
+    forward = None  # _forward_ops, made when first needed
     totals: dict[str, float] = {}
-    groups: dict[tuple, list] = {}  # (name, kind, frame) -> count, time, ops, stack
-    for (name, kind, time, _, _), chain, op_chain in zip(items, frames, op_chains):
+    groups: dict[tuple, list] = {}  # (name, kind, frame) -> count, time, its items, (thread, time)
+    for i, (name, kind, time, thread, ts) in enumerate(items):
         totals[kind] = totals.get(kind, 0.0) + time
-        frame = names.user_frame(chain)
-        entry = groups.get((name, kind, frame))
+        point = thread, ts  # where the frames are read
+        some, mine = frames.innermost_marked(thread, ts)
+        if not some and backward:
+            if forward is None:
+                forward = _forward_ops(ops)
+            linked = _forward_point(ops, op_nesting, forward, thread, ts)
+            if linked is not None:
+                point = linked
+                mine = frames.innermost_marked(*linked)[1]
+        key = name, kind, None if mine is None else python.names[mine]
+        entry = groups.get(key)
         if entry is None:
-            entry = groups[(name, kind, frame)] = [0, 0.0, {}, chain]
+            entry = groups[key] = [0, 0.0, [], point]
         entry[0] += 1
         entry[1] += time
-        op = ops.names[op_chain[-1]] if op_chain and kind != "cpu_op" else None
-        if op is not None:
-            entry[2][op] = entry[2].get(op, 0) + 1
+        entry[2].append(i)
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][2] or ""))[:top]
     return [SourceLine(
         name=name, kind=kind, count=count, total_us=time,
         share_pct=100.0 * time / totals[kind] if totals[kind] else 0.0,
-        op=max(op_counts, key=lambda o: (op_counts[o], o)) if op_counts else None,
+        op=_commonest_op(ops, op_nesting, items, members) if kind != "cpu_op" else None,
         frame=None if frame is None else short_frame(frame),
-        stack=[short_frame(f) for f in names.down_to_user(chain)][:STACK_DEPTH],
-    ) for (name, kind, frame), (count, time, op_counts, chain) in ranked]
+        stack=[short_frame(f) for f in
+               _down_to_user(python.names, user, frames.chain(*point))][:STACK_DEPTH],
+    ) for (name, kind, frame), (count, time, members, point) in ranked]
+
+
+def _commonest_op(ops: OpRows | None, nesting: _Nesting | None, items: list,
+                  members: list[int]) -> str | None:
+    """The innermost CPU op around the launch of most of these items (the greater name of
+    equally many), None without any: asked only of the groups shown."""
+    if nesting is None:
+        return None
+    counts: dict[str, int] = {}
+    for i in members:
+        _, _, _, thread, ts = items[i]
+        op = next(nesting.running(thread, ts), None)
+        if op is not None:
+            op = ops.names[op]
+            counts[op] = counts.get(op, 0) + 1
+    return max(counts, key=lambda o: (counts[o], o)) if counts else None
 
 
 # --- reading them out ----------------------------------------------------------------------------

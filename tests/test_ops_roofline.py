@@ -4,12 +4,14 @@ trace recorded with with_stack=True."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from scripts.ops import (OP_ARG_KINDS, is_library_frame, op_facts, self_times, short_frame,
-                         source_facts)
+from scripts.ops import (OP_ARG_KINDS, _Nesting, enclosing, is_library_frame, op_facts, self_times,
+                         short_frame, source_facts)
 from scripts.roofline import Roof, Work, kernel_work, op_work, place, roofline
 from scripts.trace import Window, build_trace, load_trace
 from tests.fixtures.synth import complete_event as x
@@ -79,6 +81,29 @@ def test_a_kernel_comes_from_the_innermost_user_frame(trace):
     assert line.stack[:2] == ["<built-in method mm of type object at 0x7f>",
                               "torch/nn/functional.py(10): linear"]
     assert source_facts(trace, Window(100, 200, "later")) == []  # launched in the first window
+
+
+def test_enclosing_events_are_those_running_on_the_thread():
+    """Asked at a few points, each row's parent found when needed: the same answer as looking at
+    every event, where nesting is exact or not (an op that outlasts the one it started in)."""
+    rng = random.Random(7)
+    events = [SimpleNamespace(ts=float(start), end=float(start + rng.choice([1, 3, 8, 30, 90])),
+                              pid=1, tid=rng.choice([1, 2]))
+              for start in sorted(rng.randrange(0, 400) for _ in range(300))]
+    events.sort(key=lambda e: (e.ts, e.ts - e.end))  # trace order
+    queries = [((1, tid), rng.uniform(-5, 500)) for tid in (1, 2, 3) for _ in range(60)]
+    running = [[e for e in events if (e.pid, e.tid) == thread and e.ts <= t <= e.end]
+               for thread, t in queries]
+    assert enclosing(events, queries) == running
+    marked = [rng.random() < 0.3 for _ in events]
+    nesting = _Nesting([e.ts for e in events], [e.end for e in events],
+                       [(e.pid, e.tid) for e in events], marked)
+    row_of = {id(e): row for row, e in enumerate(events)}  # equal events are still two rows
+    for (thread, t), found in zip(queries, running):
+        rows = [row_of[id(e)] for e in found]
+        assert next(nesting.running(thread, t), None) == (rows[-1] if rows else None)
+        assert nesting.innermost_marked(thread, t) == (
+            bool(rows), next((row for row in reversed(rows) if marked[row]), None))
 
 
 def test_library_frames_and_short_paths():

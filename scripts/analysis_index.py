@@ -1,0 +1,216 @@
+"""What every window of a trace needs, computed once per trace as columns (`TraceIndex`): the
+GPU activities ordered by placing time, with their kinds by HTA's names (`kernel_kind`), the gaps
+between activities on a stream, the GPU's idle time before each activity by cause, the launch
+calls matched to their activities, and merged host and GPU intervals. scripts/analysis_window.py
+reads a window out of it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left
+from collections import defaultdict
+from itertools import accumulate, compress, repeat
+from operator import add, attrgetter, eq, gt, is_not, lt, sub
+
+from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
+from .intervals import Merged, intersection, union_of_times
+from .trace import LAUNCH_KINDS, Trace, Window
+
+# HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
+_COMMUNICATION = re.compile(r"^nccl.*Kernel")
+_MEMORY = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")
+_NOT_COMPUTE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
+# Host calls that block until the GPU catches up: time in them is waiting, not host work.
+_HOST_WAIT_CALL = re.compile(r"Synchronize|^(cuda|hip)Memcpy$|^cuMemcpy(DtoH|HtoD)?(_v2)?$")
+
+
+def kernel_kind(name: str, kind: str = "kernel") -> str:
+    """compute / communication / memory / other, by HTA's name rules; memcpy and memset rows are
+    memory whatever their name (ROCm names them e.g. 'CopyDeviceToDevice')."""
+    if _COMMUNICATION.match(name):
+        return "communication"
+    if _MEMORY.match(name) or kind != "kernel":
+        return "memory"
+    return "compute" if not _NOT_COMPUTE.match(name) else "other"
+
+
+GAP_CATEGORIES = ("host_wait", "kernel_wait", "other")
+
+
+class TraceIndex:
+    """What every window needs, computed once per trace, as columns (lists with one value per
+    item): the GPU activities ordered by placing time, the gaps between activities on a stream,
+    the launch calls matched to their activities, and merged host and GPU intervals. A window is
+    a range of these lists, found by bisection; the facts are made of operations on whole lists
+    rather than of loops in Python."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self._activities(trace)
+        self._gaps()
+        self._idle_before()
+        self._launches()
+        self.trace_end = trace.end_us
+        self.host_work = _host_work(trace)
+        self.host_wait = intersection(self.host_work, _host_waits(trace))
+
+    def _activities(self, trace: Trace) -> None:
+        events = trace.gpu_activities
+        args = list(map(attrgetter("args"), events))
+        launches = list(map(trace.launches_by_correlation.get,
+                            map(dict.get, args, repeat("correlation"))))
+        starts = list(map(attrgetter("ts"), events))
+        # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
+        placed = [start if launch is None else launch.ts for start, launch in zip(starts, launches)]
+        order = sorted(range(len(events)), key=placed.__getitem__)
+        events, args = _take(events, order), _take(args, order)
+        self.placed_times = _take(placed, order)
+        self.launches = _take(launches, order)  # the runtime/driver call, or None
+        self.starts = list(map(attrgetter("ts"), events))
+        self.durs = list(map(attrgetter("dur"), events))
+        self.ends = list(map(add, self.starts, self.durs))
+        self.names = list(map(attrgetter("name"), events))
+        self.event_kinds = list(map(attrgetter("kind"), events))  # kernel / memcpy / memset
+        named = list(zip(self.names, self.event_kinds))
+        kinds = {pair: kernel_kind(*pair) for pair in set(named)}
+        self.kinds = list(map(kinds.__getitem__, named))  # compute / communication / ...
+        self.device_of = _arg_or(args, "device", events, "pid")
+        self.stream_of = _arg_or(args, "stream", events, "tid")
+        self.devices = sorted(set(self.device_of), key=str)
+        self.busy_by_device = {
+            device: union_of_times(*where(self.device_of, device, self.starts, self.ends))
+            for device in self.devices
+        }
+
+    def _gaps(self) -> None:
+        """Every gap between consecutive activities of a stream, categorized as HTA does, sorted
+        by the placing time of the activity after the gap. As in HTA, an overlap (a negative
+        gap, which clock rounding makes) counts negative, so that rounding jitter cancels out."""
+        starts, ends = self.starts, self.ends
+        # When the launch call of each activity began; -inf without one (never host wait).
+        launch_starts = [-math.inf if launch is None else launch.ts for launch in self.launches]
+        by_stream = defaultdict(list)  # (device, stream) -> activities in placing order
+        for i, key in enumerate(zip(self.device_of, self.stream_of)):
+            by_stream[key].append(i)
+        self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
+        times, codes, durs, keys = [], [], [], []
+        for key, on_stream in by_stream.items():
+            on_stream.sort(key=starts.__getitem__)
+            previous, current = on_stream[:-1], on_stream[1:]
+            previous_ends = _take(ends, previous)
+            gaps = list(map(sub, _take(starts, current), previous_ends))
+            host_wait = map(gt, _take(launch_starts, current), previous_ends)
+            kernel_wait = map(lt, gaps, repeat(KERNEL_WAIT_US))
+            base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
+            codes += [base if host else base + 1 if kernel else base + 2
+                      for host, kernel in zip(host_wait, kernel_wait)]
+            times += _take(self.placed_times, current)
+            durs += gaps
+            keys += [key] * len(gaps)
+        order = sorted(range(len(times)), key=times.__getitem__)
+        self.gap_times, self.gap_codes = _take(times, order), _take(codes, order)
+        self.gap_durs, self.gap_keys = _take(durs, order), _take(keys, order)
+
+    def _idle_before(self) -> None:
+        """The GPU's idle time right before each activity, by cause (`idle_host_wait`,
+        `idle_queued`, `idle_other`): from the end of all earlier work on the same GPU, whatever
+        its stream (a gap on one stream while another runs is not idle time), to the activity's
+        start. Until its launch call returned, the GPU waited for the host; after that, the work
+        was queued (the GPU's launch latency, or a dependency); without a launch call in the
+        trace, the cause is unknown (other). Before the first activity of a GPU the recording
+        shows no earlier work: only the time from that activity's launch call counts, not what
+        the recording happened to hold before the first launch."""
+        n = len(self.starts)
+        self.idle_host_wait, self.idle_queued, self.idle_other = [0.0] * n, [0.0] * n, [0.0] * n
+        by_device = defaultdict(list)
+        for i, device in enumerate(self.device_of):
+            by_device[device].append(i)
+        for members in by_device.values():
+            members.sort(key=self.starts.__getitem__)
+            starts, ends = _take(self.starts, members), _take(self.ends, members)
+            first_launch = self.launches[members[0]]
+            origin = starts[0] if first_launch is None else min(first_launch.ts, starts[0])
+            # Where the GPU's earlier work ended: the running maximum of the ends before each one.
+            frontier = list(accumulate(ends[:-1], max, initial=origin))
+            idle = list(map(max, map(sub, starts, frontier), repeat(0.0)))
+            for i, gap, free_at in compress(zip(members, idle, frontier), idle):
+                launch = self.launches[i]
+                if launch is None:
+                    self.idle_other[i] = gap
+                    continue
+                host = min(max(launch.ts + launch.dur - free_at, 0.0), gap)
+                self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
+        self.idle = list(map(add, map(add, self.idle_host_wait, self.idle_queued), self.idle_other))
+
+    def _launches(self) -> None:
+        """One match per launch call and the earliest activity it started (a CUDA graph launch
+        starts many; only the first one's delay is the launch's). Activities are placed at their
+        call's start: taken in order, the calls come in order of start."""
+        launches, starts = self.launches, self.starts
+        launched = list(compress(range(len(launches)), map(is_not, launches, repeat(None))))
+        ids = dict.fromkeys(map(id, _take(launches, launched)))  # each call once, in order
+        matched = launched
+        if len(ids) < len(launched):  # calls that started several activities
+            by_start = sorted(launched, key=starts.__getitem__)[::-1]
+            earliest = dict(zip(map(id, _take(launches, by_start)), by_start))  # first one wins
+            matched = list(map(earliest.__getitem__, ids))
+        calls = _take(launches, matched)
+        self.launch_times = list(map(attrgetter("ts"), calls))
+        self.call_durs = list(map(attrgetter("dur"), calls))
+        self.call_names = list(map(attrgetter("name"), calls))
+        self.launch_delays = list(map(max, map(sub, map(sub, _take(starts, matched),
+                                                        self.launch_times), self.call_durs),
+                                      repeat(0.0)))
+
+    def placed_range(self, window: Window) -> tuple[int, int]:
+        """The activities placed in the window: [lo, hi) of the activity columns."""
+        return (bisect_left(self.placed_times, window.start),
+                bisect_left(self.placed_times, window.end))
+
+
+def _arg_or(args: list[dict], key: str, events: list, attribute: str) -> list:
+    """Each event's arg `key`, or its `attribute` where it has no such arg."""
+    values = list(map(dict.get, args, repeat(key)))
+    if None in values:
+        values = [getattr(event, attribute) if value is None else value
+                  for value, event in zip(values, events)]
+    return values
+
+
+def _take(column: list, indices: list[int]) -> list:
+    return list(map(column.__getitem__, indices))
+
+
+def where(keys: list, key, *columns: list) -> list[list]:
+    """The columns' values in the rows whose key is `key`."""
+    if all(map(eq, keys, repeat(key))):
+        return list(columns)
+    return [list(compress(column, map(eq, keys, repeat(key)))) for column in columns]
+
+
+def _host_work(trace: Trace) -> Merged:
+    """The merged intervals of host work: ops and launch calls (events or skipped times)."""
+    starts: list[float] = []
+    durations: list[float] = []
+    for kind in sorted(HOST_WORK_KINDS):
+        kind_starts, kind_durations = trace.times(kind)
+        starts += kind_starts
+        durations += kind_durations
+    return union_of_times(starts, list(map(add, starts, durations)))
+
+
+def _host_waits(trace: Trace) -> Merged:
+    """The merged intervals of the launch-API calls that block until the GPU catches up."""
+    blocking: dict[str, bool] = {}
+    calls = []
+    for kind in sorted(LAUNCH_KINDS):
+        for event in trace.by_kind.get(kind, []):
+            is_wait = blocking.get(event.name)
+            if is_wait is None:
+                is_wait = blocking[event.name] = bool(_HOST_WAIT_CALL.search(event.name))
+            if is_wait:
+                calls.append(event)
+    starts = list(map(attrgetter("ts"), calls))
+    return union_of_times(starts, list(map(add, starts, map(attrgetter("dur"), calls))))
