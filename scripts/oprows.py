@@ -52,6 +52,23 @@ class OpColumns:
     def __len__(self) -> int:
         return len(self.names)
 
+    def reorder(self, order: list[int]) -> None:
+        """Put the rows in `order` (row numbers), in place of the file's."""
+        def take(column):
+            return list(map(column.__getitem__, order))
+
+        self.names = take(self.names)
+        self.threads = take(self.threads)
+        if not self.with_args:
+            return
+        self.dims = take(self.dims)
+        self.types = take(self.types)
+        self.sequence = array("q", take(self.sequence))
+        self.forward = bytearray(take(self.forward))
+        if self.sequence_other:
+            moved = {row: new for new, row in enumerate(order) if row in self.sequence_other}
+            self.sequence_other = {new: self.sequence_other[row] for row, new in moved.items()}
+
     def add(self, names: list[str], pids: list, tids: list, args: list | None) -> None:
         """Rows in file order; `args`: for each, a tuple of the OP_ARGS values (MISSING where
         absent; the lists as their JSON text (`str`, `bytes`, `msgspec.Raw`) or decoded), or
@@ -106,6 +123,26 @@ def op_values(args: dict) -> tuple | None:
     return tuple(args.get(key, MISSING) for key in OP_ARGS)
 
 
+class Sequences:
+    """The `Sequence number` of each row (an int, any other value, or None) from OpColumns'."""
+
+    def __init__(self, numbers: array, other: dict[int, object]):
+        self.numbers = numbers
+        self.other = other
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, row: int):
+        number = self.numbers[row]
+        return self.other.get(row) if number == _NO_SEQUENCE else number
+
+    def __iter__(self):
+        if _NO_SEQUENCE not in self.numbers:
+            return iter(self.numbers)
+        return map(self.__getitem__, range(len(self.numbers)))
+
+
 @dataclass
 class OpRows:
     """The events of one kind in trace order, as columns (`row` i of each)."""
@@ -117,8 +154,8 @@ class OpRows:
     threads: list[tuple]
     dims: list[str] | None  # arg_text of the args (None: the kind has no args kept)
     types: list[str] | None
-    sequence: list | None  # values, None where absent
-    forward: list[bool] | None
+    sequence: list | Sequences | None  # values, None where absent
+    forward: list[bool] | bytearray | None  # whether each has a `Fwd thread id` (truthy)
     has_dims: bool
 
     def __len__(self) -> int:
@@ -141,22 +178,14 @@ def _op_rows(trace, kind: str) -> OpRows | None:
         columns = skipped.columns
         if columns is None:
             return None
-        order = trace_order(skipped.ts, skipped.dur)
-        # Times as arrays: 8 bytes a value, where a list of floats takes 32.
-        ts = array("d", map(skipped.ts.__getitem__, order))
-        dur = array("d", map(skipped.dur.__getitem__, order))
-        rows = OpRows(ts, array("d", map(add, ts, dur)), dur,
-                      list(map(columns.names.__getitem__, order)),
-                      list(map(columns.threads.__getitem__, order)), None, None, None, None, False)
+        # The columns themselves, not copies: loading put them in trace order (Skipped).
+        ts, dur = skipped.ts, skipped.dur
+        rows = OpRows(ts, array("d", map(add, ts, dur)), dur, columns.names, columns.threads,
+                      None, None, None, None, False)
         if columns.with_args:
-            rows.dims = list(map(columns.dims.__getitem__, order))
-            rows.types = list(map(columns.types.__getitem__, order))
-            sequence = list(map(columns.sequence.__getitem__, order))
-            if _NO_SEQUENCE in sequence:
-                sequence = [columns.sequence_other.get(i) if number == _NO_SEQUENCE else number
-                            for i, number in zip(order, sequence)]
-            rows.sequence = sequence
-            rows.forward = [bool(columns.forward[i]) for i in order]
+            rows.dims, rows.types = columns.dims, columns.types
+            rows.sequence = Sequences(columns.sequence, columns.sequence_other)
+            rows.forward = columns.forward
             rows.has_dims = columns.has_dims
         return rows
     events = trace.by_kind.get(kind, [])

@@ -32,7 +32,7 @@ from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
 
 from .columns import int_args
-from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, op_values
+from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, op_values, trace_order
 from .parse import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, read_trace  # noqa: F401
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
@@ -158,7 +158,8 @@ class Instant:
 @dataclass(slots=True)
 class Skipped:
     """The events of one kind that `load_trace(skip_kinds=...)` did not make into Events: their
-    start times (relative, as `Event.ts`) and durations, in file order."""
+    start times (relative, as `Event.ts`) and durations, in file order; in trace order (as
+    `Trace.events`) where `columns` are kept, which scripts.oprows reads so, without a copy."""
 
     ts: array  # of floats ("d")
     dur: array
@@ -539,9 +540,17 @@ class _Builder:
         for instant in self.instants:
             instant.ts -= origin
         _in_trace_order(events)
-        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur,
-                                 self.columns.get(kind))
-                   for kind, (ts, dur) in sorted(self.skipped.items())}
+        skipped = {}
+        for kind, (ts, dur) in sorted(self.skipped.items()):
+            ts = array("d", map(sub, ts, repeat(origin)))
+            columns = self.columns.get(kind)
+            if columns is not None:
+                order = trace_order(ts, dur)
+                ts = array("d", map(ts.__getitem__, order))
+                dur = array("d", map(dur.__getitem__, order))
+                columns.reorder(order)
+                del order
+            skipped[kind] = Skipped(ts, dur, columns)
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,
                      origin_us=origin, source=self.source, skipped=skipped,
