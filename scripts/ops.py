@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import sys
+from array import array
 from dataclasses import asdict, dataclass, field
 from itertools import compress
 
@@ -208,15 +209,16 @@ def enclosing(events: list[Event], queries: list[tuple[tuple, float]]) -> list[l
 
 
 def _enclosing(ts: list[float], end: list[float], threads: list,
-               queries: list[tuple[tuple, float]]) -> list[list[int]]:
+               queries: list[tuple[tuple, float]]) -> list[tuple[int, ...]]:
     """`enclosing` of rows in trace order, as row numbers: one sweep per thread with a stack of
-    open rows."""
-    by_thread: dict[tuple, list[int]] = {}  # the rows of each thread asked about
+    open rows. Equal answers are one tuple (a stack repeats for many queries)."""
+    by_thread: dict[tuple, range | array] = {}  # the rows of each thread asked about
     distinct = set(threads)
     for thread in {thread for thread, _ in queries} & distinct:
-        by_thread[thread] = (list(range(len(threads))) if len(distinct) == 1 else
-                             list(compress(range(len(threads)), map(thread.__eq__, threads))))
-    found: list[list[int]] = [[] for _ in queries]
+        by_thread[thread] = (range(len(threads)) if len(distinct) == 1 else
+                             array("q", compress(range(len(threads)), map(thread.__eq__, threads))))
+    found: list = [()] * len(queries)
+    answers: dict[tuple, tuple] = {}
     order = sorted(range(len(queries)), key=lambda i: queries[i][1])
     at: dict[tuple, int] = {}  # thread -> next row to open
     stacks: dict[tuple, list] = {}  # thread -> the open rows, as (end, row)
@@ -240,7 +242,8 @@ def _enclosing(ts: list[float], end: list[float], threads: list,
         at[thread] = k
         while stack and stack[-1][0] < t:
             stack.pop()
-        found[i] = [j for e, j in stack if e >= t]  # nesting in a trace is not always exact
+        answer = tuple([j for e, j in stack if e >= t])  # nesting in a trace is not always exact
+        found[i] = answers.setdefault(answer, answer)
     return found
 
 
