@@ -12,7 +12,7 @@ import json
 from array import array
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
-from operator import add, eq
+from operator import add, eq, le
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -29,24 +29,53 @@ def arg_text(value) -> str:
     return "" if value is None else json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
 
 
+class Coded:
+    """A column of few distinct values (names, threads, arg texts) as 4-byte codes into a table
+    of them: half a list's pointers. Reads as a sequence of the values."""
+
+    __slots__ = ("codes", "values", "_code")
+
+    def __init__(self):
+        self.codes = array("I")
+        self.values: list = []
+        self._code: dict = {}  # value -> its code
+
+    def extend(self, items: list) -> None:
+        code = self._code
+        for value in set(items).difference(code):
+            code[value] = len(self.values)
+            self.values.append(value)
+        self.codes.extend(map(code.__getitem__, items))
+
+    def reorder(self, order: list[int]) -> None:
+        self.codes = array("I", map(self.codes.__getitem__, order))
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, row: int):
+        return self.values[self.codes[row]]
+
+    def __iter__(self):
+        return map(self.values.__getitem__, self.codes)
+
+
 class OpColumns:
     """The skipped events of one kind, in file order, beside their times (`Skipped.ts`, `dur`):
-    names and (pid, tid) threads (one object each, shared), and for CPU ops the args of OP_ARGS.
-    """
+    names and (pid, tid) threads, and for CPU ops the args of OP_ARGS."""
 
     def __init__(self, with_args: bool):
-        self.names: list[str] = []
-        self.threads: list[tuple] = []
+        self.names = Coded()
+        self.threads = Coded()  # of (pid, tid)
         self.with_args = with_args
-        self.dims: list[str] = []  # arg_text of `Input Dims` ("" without one)
-        self.types: list[str] = []
+        self.dims = Coded()  # arg_text of `Input Dims` ("" without one)
+        self.types = Coded()
         self.has_dims = False  # whether any op has an `Input Dims` key
         # `Sequence number`: an int in 64 bits here, _NO_SEQUENCE without one; any other
         # value (rare) in `sequence_other` by row.
         self.sequence = array("q")
         self.sequence_other: dict[int, object] = {}
         self.forward = bytearray()  # whether `Fwd thread id` is truthy
-        self._threads: dict[tuple, tuple] = {}
         self._texts: dict = {}  # a list arg's text as written (or its value's repr) -> arg_text
 
     def __len__(self) -> int:
@@ -55,14 +84,14 @@ class OpColumns:
     def reorder(self, order: list[int]) -> None:
         """Put the rows in `order` (row numbers), in place of the file's."""
         def take(column):
-            return list(map(column.__getitem__, order))
+            return map(column.__getitem__, order)
 
-        self.names = take(self.names)
-        self.threads = take(self.threads)
+        self.names.reorder(order)
+        self.threads.reorder(order)
         if not self.with_args:
             return
-        self.dims = take(self.dims)
-        self.types = take(self.types)
+        self.dims.reorder(order)
+        self.types.reorder(order)
         self.sequence = array("q", take(self.sequence))
         self.forward = bytearray(take(self.forward))
         if self.sequence_other:
@@ -75,18 +104,16 @@ class OpColumns:
         None."""
         if not names:
             return
-        threads = self._threads
-        pairs = list(zip(pids, tids))
-        self.names += names
-        self.threads += map(threads.setdefault, pairs, pairs)
+        self.names.extend(names)
+        self.threads.extend(list(zip(pids, tids)))
         if not self.with_args:
             return
         if args is None or None in args:
             args = [_NONE if values is None else values for values in args or repeat(_NONE, len(names))]
         numbers, forward, dims, types = zip(*args)
         self.has_dims = self.has_dims or any(dim is not MISSING for dim in dims)
-        self.dims += map(self._text, dims)
-        self.types += map(self._text, types)
+        self.dims.extend(list(map(self._text, dims)))
+        self.types.extend(list(map(self._text, types)))
         self.forward += bytes(fwd is not MISSING and bool(fwd) for fwd in forward)
         given = [_NO_SEQUENCE if number is MISSING else number for number in numbers]
         if set(map(type, given)) == {int} and min(given) >= _NO_SEQUENCE and \
@@ -150,10 +177,10 @@ class OpRows:
     ts: list[float] | array  # arrays of "d" from columns
     end: list[float] | array
     dur: list[float] | array
-    names: list[str]
-    threads: list[tuple]
-    dims: list[str] | None  # arg_text of the args (None: the kind has no args kept)
-    types: list[str] | None
+    names: list[str] | Coded
+    threads: list[tuple] | Coded
+    dims: list[str] | Coded | None  # arg_text of the args (None: the kind has no args kept)
+    types: list[str] | Coded | None
     sequence: list | Sequences | None  # values, None where absent
     forward: list[bool] | bytearray | None  # whether each has a `Fwd thread id` (truthy)
     has_dims: bool
@@ -197,6 +224,14 @@ def _op_rows(trace, kind: str) -> OpRows | None:
                   [arg_text(a.get(DIMS)) for a in args], [arg_text(a.get(TYPES)) for a in args],
                   [a.get(SEQUENCE) for a in args], [bool(a.get(FORWARD)) for a in args],
                   any(DIMS in a for a in args))
+
+
+def in_trace_order(ts, dur) -> bool:
+    """Whether the rows are in `trace_order` already (as Python frames are in Kineto's files)."""
+    if not all(map(le, ts, islice(ts, 1, None))):
+        return False
+    ties = compress(range(1, len(ts)), map(eq, ts, islice(ts, 1, None)))
+    return all(dur[i - 1] >= dur[i] for i in ties)
 
 
 def trace_order(ts, dur) -> list[int]:

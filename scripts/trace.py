@@ -32,7 +32,7 @@ from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
 
 from .columns import int_args
-from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, op_values, trace_order
+from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, op_values, in_trace_order, trace_order
 from .parse import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, read_trace  # noqa: F401
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
@@ -551,7 +551,7 @@ class _Builder:
         for kind, (ts, dur) in sorted(self.skipped.items()):
             ts = array("d", map(sub, ts, repeat(origin)))
             columns = self.columns.get(kind)
-            if columns is not None:
+            if columns is not None and not in_trace_order(ts, dur):
                 order = trace_order(ts, dur)
                 ts = array("d", map(ts.__getitem__, order))
                 dur = array("d", map(dur.__getitem__, order))
