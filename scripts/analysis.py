@@ -353,7 +353,8 @@ class _TraceIndex:
         self.launches = _take(launches, order)  # the runtime/driver call, or None
         self.starts = list(map(attrgetter("ts"), events))
         self.durs = list(map(attrgetter("dur"), events))
-        self.ends = list(map(add, self.starts, self.durs))
+        # New floats as arrays (8 bytes a value, not 32); the others share the events' objects.
+        self.ends = array("d", map(add, self.starts, self.durs))
         self.names = list(map(attrgetter("name"), events))
         self.event_kinds = list(map(attrgetter("kind"), events))  # kernel / memcpy / memset
         named = list(zip(self.names, self.event_kinds))
@@ -394,7 +395,7 @@ class _TraceIndex:
             keys += [key] * len(gaps)
         order = sorted(range(len(times)), key=times.__getitem__)
         self.gap_times, self.gap_codes = _take(times, order), _take(codes, order)
-        self.gap_durs, self.gap_keys = _take(durs, order), _take(keys, order)
+        self.gap_durs, self.gap_keys = array("d", map(durs.__getitem__, order)), _take(keys, order)
 
     def _idle_before(self) -> None:
         """The GPU's idle time right before each activity, by cause (`idle_host_wait`,
@@ -406,7 +407,8 @@ class _TraceIndex:
         shows no earlier work: only the time from that activity's launch call counts, not what
         the recording happened to hold before the first launch."""
         n = len(self.starts)
-        self.idle_host_wait, self.idle_queued, self.idle_other = [0.0] * n, [0.0] * n, [0.0] * n
+        self.idle_host_wait, self.idle_queued, self.idle_other = (array("d", bytes(8 * n))
+                                                                  for _ in range(3))
         by_device = defaultdict(list)
         for i, device in enumerate(self.device_of):
             by_device[device].append(i)
@@ -425,7 +427,8 @@ class _TraceIndex:
                     continue
                 host = min(max(launch.ts + launch.dur - free_at, 0.0), gap)
                 self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
-        self.idle = list(map(add, map(add, self.idle_host_wait, self.idle_queued), self.idle_other))
+        self.idle = array("d", map(add, map(add, self.idle_host_wait, self.idle_queued),
+                                   self.idle_other))
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
@@ -443,9 +446,9 @@ class _TraceIndex:
         self.launch_times = list(map(attrgetter("ts"), calls))
         self.call_durs = list(map(attrgetter("dur"), calls))
         self.call_names = list(map(attrgetter("name"), calls))
-        self.launch_delays = list(map(max, map(sub, map(sub, _take(starts, matched),
-                                                        self.launch_times), self.call_durs),
-                                      repeat(0.0)))
+        self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
+                                                                  self.launch_times),
+                                                      self.call_durs), repeat(0.0)))
 
     def placed_range(self, window: Window) -> tuple[int, int]:
         """The activities placed in the window: [lo, hi) of the activity columns."""
