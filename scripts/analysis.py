@@ -36,7 +36,7 @@ from itertools import accumulate, compress, repeat
 from operator import add, and_, attrgetter, eq, ge, gt, is_not, lt, sub
 
 from .intervals import Merged, covered, intersection, union_of_rows, union_of_times
-from .trace import LAUNCH_KINDS, Trace, Window, paused_gc, select_window
+from .trace import LAUNCH_KINDS, Event, Trace, Window, paused_gc, select_window
 
 # HTA's `consecutive_kernel_delay` default: a gap shorter than this between two activities on a
 # stream, not caused by the host, is the GPU's own launch latency ("kernel wait"). HTA's docstring
@@ -341,14 +341,13 @@ class _TraceIndex:
 
     def _activities(self, trace: Trace) -> None:
         events = trace.gpu_activities
-        args = list(map(attrgetter("args"), events))
         launches = list(map(trace.launches_by_correlation.get,
-                            map(dict.get, args, repeat("correlation"))))
+                            map(attrgetter("correlation"), events)))
         starts = list(map(attrgetter("ts"), events))
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
         placed = [start if launch is None else launch.ts for start, launch in zip(starts, launches)]
         order = sorted(range(len(events)), key=placed.__getitem__)
-        events, args = _take(events, order), _take(args, order)
+        events = _take(events, order)
         self.placed_times = _take(placed, order)
         self.launches = _take(launches, order)  # the runtime/driver call, or None
         self.starts = list(map(attrgetter("ts"), events))
@@ -360,8 +359,8 @@ class _TraceIndex:
         named = list(zip(self.names, self.event_kinds))
         kinds = {pair: kernel_kind(*pair) for pair in set(named)}
         self.kinds = list(map(kinds.__getitem__, named))  # compute / communication / ...
-        self.device_of = _arg_or(args, "device", events, "pid")
-        self.stream_of = _arg_or(args, "stream", events, "tid")
+        self.device_of = _arg_or(events, "device", "pid")
+        self.stream_of = _arg_or(events, "stream", "tid")
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {
             device: union_of_times(*_where(self.device_of, device, self.starts, self.ends))
@@ -456,9 +455,9 @@ class _TraceIndex:
                 bisect_left(self.placed_times, window.end))
 
 
-def _arg_or(args: list[dict], key: str, events: list, attribute: str) -> list:
+def _arg_or(events: list, key: str, attribute: str) -> list:
     """Each event's arg `key`, or its `attribute` where it has no such arg."""
-    values = list(map(dict.get, args, repeat(key)))
+    values = list(map(Event.arg, events, repeat(key)))
     if None in values:
         values = [getattr(event, attribute) if value is None else value
                   for value, event in zip(values, events)]

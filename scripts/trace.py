@@ -117,6 +117,12 @@ class Event:
             return self._others
         return {"correlation": correlation, **self._others}  # KEPT_ARGS' order
 
+    def arg(self, key: str):
+        """`args.get(key)`, without making the dict."""
+        if key == "correlation" and self._correlation is not None:
+            return self._correlation
+        return self._others.get(key)
+
     @property
     def end(self) -> float:
         return self.ts + self.dur
