@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from bisect import bisect_left
 from collections import defaultdict
 from itertools import accumulate, compress, repeat
 from operator import add, attrgetter, eq, gt, is_not, lt, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
-from .intervals import Merged, intersection, union_of_times
-from .trace import LAUNCH_KINDS, Trace, Window
+from .intervals import Merged, intersection, union_of_rows, union_of_times
+from .trace import LAUNCH_KINDS, Event, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
 _COMMUNICATION = re.compile(r"^nccl.*Kernel")
@@ -58,26 +59,26 @@ class TraceIndex:
 
     def _activities(self, trace: Trace) -> None:
         events = trace.gpu_activities
-        args = list(map(attrgetter("args"), events))
         launches = list(map(trace.launches_by_correlation.get,
-                            map(dict.get, args, repeat("correlation"))))
+                            map(attrgetter("correlation"), events)))
         starts = list(map(attrgetter("ts"), events))
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
         placed = [start if launch is None else launch.ts for start, launch in zip(starts, launches)]
         order = sorted(range(len(events)), key=placed.__getitem__)
-        events, args = _take(events, order), _take(args, order)
+        events = _take(events, order)
         self.placed_times = _take(placed, order)
         self.launches = _take(launches, order)  # the runtime/driver call, or None
         self.starts = list(map(attrgetter("ts"), events))
         self.durs = list(map(attrgetter("dur"), events))
-        self.ends = list(map(add, self.starts, self.durs))
+        # New floats as arrays (8 bytes a value, not 32); the others share the events' objects.
+        self.ends = array("d", map(add, self.starts, self.durs))
         self.names = list(map(attrgetter("name"), events))
         self.event_kinds = list(map(attrgetter("kind"), events))  # kernel / memcpy / memset
         named = list(zip(self.names, self.event_kinds))
         kinds = {pair: kernel_kind(*pair) for pair in set(named)}
         self.kinds = list(map(kinds.__getitem__, named))  # compute / communication / ...
-        self.device_of = _arg_or(args, "device", events, "pid")
-        self.stream_of = _arg_or(args, "stream", events, "tid")
+        self.device_of = _arg_or(events, "device", "pid")
+        self.stream_of = _arg_or(events, "stream", "tid")
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {
             device: union_of_times(*where(self.device_of, device, self.starts, self.ends))
@@ -111,7 +112,7 @@ class TraceIndex:
             keys += [key] * len(gaps)
         order = sorted(range(len(times)), key=times.__getitem__)
         self.gap_times, self.gap_codes = _take(times, order), _take(codes, order)
-        self.gap_durs, self.gap_keys = _take(durs, order), _take(keys, order)
+        self.gap_durs, self.gap_keys = array("d", map(durs.__getitem__, order)), _take(keys, order)
 
     def _idle_before(self) -> None:
         """The GPU's idle time right before each activity, by cause (`idle_host_wait`,
@@ -123,7 +124,8 @@ class TraceIndex:
         shows no earlier work: only the time from that activity's launch call counts, not what
         the recording happened to hold before the first launch."""
         n = len(self.starts)
-        self.idle_host_wait, self.idle_queued, self.idle_other = [0.0] * n, [0.0] * n, [0.0] * n
+        self.idle_host_wait, self.idle_queued, self.idle_other = (array("d", bytes(8 * n))
+                                                                  for _ in range(3))
         by_device = defaultdict(list)
         for i, device in enumerate(self.device_of):
             by_device[device].append(i)
@@ -142,7 +144,8 @@ class TraceIndex:
                     continue
                 host = min(max(launch.ts + launch.dur - free_at, 0.0), gap)
                 self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
-        self.idle = list(map(add, map(add, self.idle_host_wait, self.idle_queued), self.idle_other))
+        self.idle = array("d", map(add, map(add, self.idle_host_wait, self.idle_queued),
+                                   self.idle_other))
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
@@ -160,9 +163,9 @@ class TraceIndex:
         self.launch_times = list(map(attrgetter("ts"), calls))
         self.call_durs = list(map(attrgetter("dur"), calls))
         self.call_names = list(map(attrgetter("name"), calls))
-        self.launch_delays = list(map(max, map(sub, map(sub, _take(starts, matched),
-                                                        self.launch_times), self.call_durs),
-                                      repeat(0.0)))
+        self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
+                                                                  self.launch_times),
+                                                      self.call_durs), repeat(0.0)))
 
     def placed_range(self, window: Window) -> tuple[int, int]:
         """The activities placed in the window: [lo, hi) of the activity columns."""
@@ -170,9 +173,9 @@ class TraceIndex:
                 bisect_left(self.placed_times, window.end))
 
 
-def _arg_or(args: list[dict], key: str, events: list, attribute: str) -> list:
+def _arg_or(events: list, key: str, attribute: str) -> list:
     """Each event's arg `key`, or its `attribute` where it has no such arg."""
-    values = list(map(dict.get, args, repeat(key)))
+    values = list(map(Event.arg, events, repeat(key)))
     if None in values:
         values = [getattr(event, attribute) if value is None else value
                   for value, event in zip(values, events)]
@@ -191,14 +194,16 @@ def where(keys: list, key, *columns: list) -> list[list]:
 
 
 def _host_work(trace: Trace) -> Merged:
-    """The merged intervals of host work: ops and launch calls (events or skipped times)."""
+    """The merged intervals of host work: ops and launch calls (events or skipped times). The
+    union of each kind's union: the same intervals, without a copy of the millions of ops."""
     starts: list[float] = []
-    durations: list[float] = []
+    ends: list[float] = []
     for kind in sorted(HOST_WORK_KINDS):
-        kind_starts, kind_durations = trace.times(kind)
-        starts += kind_starts
-        durations += kind_durations
-    return union_of_times(starts, list(map(add, starts, durations)))
+        kind_starts, kind_durations = trace.time_columns(kind)
+        merged = union_of_rows(kind_starts, array("d", map(add, kind_starts, kind_durations)))
+        starts += merged[0]
+        ends += merged[1]
+    return union_of_times(starts, ends)
 
 
 def _host_waits(trace: Trace) -> Merged:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from itertools import chain, compress, islice, repeat
-from operator import lt, sub
+from array import array
+from itertools import accumulate, chain, compress, islice, pairwise, repeat
+from operator import le, lt, sub
 
 Interval = tuple[float, float]
 # Merged intervals as two lists, their starts and their ends: sorted, disjoint, not touching.
@@ -88,3 +89,23 @@ def union_of_times(starts: list[float], ends: list[float]) -> Merged:
     firsts = list(compress(range(1, len(starts)), map(lt, ends, islice(starts, 1, None))))
     return ([starts[0], *map(starts.__getitem__, firsts)],
             [*map(ends.__getitem__, map(sub, firsts, repeat(1))), ends[-1]])
+
+
+def union_of_rows(starts, ends) -> Merged:
+    """`union_of_times` of columns (lists or arrays) that may be millions long, without a copy of
+    them where the starts are sorted (rows in trace order): then a merged interval begins at
+    S[i] when every interval before has ended (the running maximum of their ends is below
+    S[i]), which is `union_of_times`' test, and ends at the largest end of its rows."""
+    if not all(map(le, starts, islice(starts, 1, None))):
+        return union_of_times(list(starts), list(ends))
+    nonempty = bytes(map(lt, starts, ends))
+    if not all(nonempty):
+        starts = array("d", compress(starts, nonempty))
+        ends = array("d", compress(ends, nonempty))
+    if not starts:
+        return [], []
+    firsts = list(compress(range(1, len(starts)),
+                           map(lt, accumulate(ends, max), islice(starts, 1, None))))
+    bounds = [0, *firsts, len(starts)]
+    return ([starts[0], *map(starts.__getitem__, firsts)],
+            [max(ends[a:b]) for a, b in pairwise(bounds)])

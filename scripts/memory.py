@@ -23,6 +23,7 @@ the allocated level over time, for the timeline's memory lane (scripts/memory_la
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass, field
 
@@ -272,12 +273,17 @@ class _OpIndex:
     """The CPU ops of each host thread, in trace order, to find the one running at a time."""
 
     def __init__(self, trace: Trace):
-        self.by_thread: dict[tuple, list[int]] = {}  # rows of `self.ops`
+        # Arrays, not lists of ints and floats: a trace may have millions of ops.
+        self.by_thread: dict[tuple, array] = {}  # rows of `self.ops`
         self.ops = op_rows(trace, "cpu_op")  # Events or columns (scripts.oprows)
         for row, thread in enumerate(self.ops.threads if self.ops is not None else ()):
-            self.by_thread.setdefault(thread, []).append(row)
+            rows = self.by_thread.get(thread)
+            if rows is None:
+                rows = self.by_thread[thread] = array("q")
+            rows.append(row)
         ts = self.ops.ts if self.ops is not None else []
-        self.starts = {key: list(map(ts.__getitem__, rows)) for key, rows in self.by_thread.items()}
+        self.starts = {key: array("d", map(ts.__getitem__, rows))
+                       for key, rows in self.by_thread.items()}
 
     def innermost(self, thread: tuple, ts: float) -> str | None:
         """The innermost op on `thread` running at `ts`. Ops nest, sorted by start (the longer

@@ -12,7 +12,7 @@ import json
 from array import array
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
-from operator import add, eq
+from operator import add, eq, le
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -29,28 +29,78 @@ def arg_text(value) -> str:
     return "" if value is None else json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
 
 
+class Coded:
+    """A column of few distinct values (names, threads, arg texts) as 4-byte codes into a table
+    of them: half a list's pointers. Reads as a sequence of the values."""
+
+    __slots__ = ("codes", "values", "_code")
+
+    def __init__(self):
+        self.codes = array("I")
+        self.values: list = []
+        self._code: dict = {}  # value -> its code
+
+    def extend(self, items: list) -> None:
+        code = self._code
+        for value in set(items).difference(code):
+            code[value] = len(self.values)
+            self.values.append(value)
+        self.codes.extend(map(code.__getitem__, items))
+
+    def reorder(self, order: list[int]) -> None:
+        self.codes = array("I", map(self.codes.__getitem__, order))
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, row: int):
+        return self.values[self.codes[row]]
+
+    def __iter__(self):
+        return map(self.values.__getitem__, self.codes)
+
+    def count(self, value) -> int:
+        code = self._code.get(value)
+        return 0 if code is None else self.codes.count(code)
+
+
 class OpColumns:
     """The skipped events of one kind, in file order, beside their times (`Skipped.ts`, `dur`):
-    names and (pid, tid) threads (one object each, shared), and for CPU ops the args of OP_ARGS.
-    """
+    names and (pid, tid) threads, and for CPU ops the args of OP_ARGS."""
 
     def __init__(self, with_args: bool):
-        self.names: list[str] = []
-        self.threads: list[tuple] = []
+        self.names = Coded()
+        self.threads = Coded()  # of (pid, tid)
         self.with_args = with_args
-        self.dims: list[str] = []  # arg_text of `Input Dims` ("" without one)
-        self.types: list[str] = []
+        self.dims = Coded()  # arg_text of `Input Dims` ("" without one)
+        self.types = Coded()
         self.has_dims = False  # whether any op has an `Input Dims` key
         # `Sequence number`: an int in 64 bits here, _NO_SEQUENCE without one; any other
         # value (rare) in `sequence_other` by row.
         self.sequence = array("q")
         self.sequence_other: dict[int, object] = {}
         self.forward = bytearray()  # whether `Fwd thread id` is truthy
-        self._threads: dict[tuple, tuple] = {}
         self._texts: dict = {}  # a list arg's text as written (or its value's repr) -> arg_text
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def reorder(self, order: list[int]) -> None:
+        """Put the rows in `order` (row numbers), in place of the file's."""
+        def take(column):
+            return map(column.__getitem__, order)
+
+        self.names.reorder(order)
+        self.threads.reorder(order)
+        if not self.with_args:
+            return
+        self.dims.reorder(order)
+        self.types.reorder(order)
+        self.sequence = array("q", take(self.sequence))
+        self.forward = bytearray(take(self.forward))
+        if self.sequence_other:
+            moved = {row: new for new, row in enumerate(order) if row in self.sequence_other}
+            self.sequence_other = {new: self.sequence_other[row] for row, new in moved.items()}
 
     def add(self, names: list[str], pids: list, tids: list, args: list | None) -> None:
         """Rows in file order; `args`: for each, a tuple of the OP_ARGS values (MISSING where
@@ -58,18 +108,16 @@ class OpColumns:
         None."""
         if not names:
             return
-        threads = self._threads
-        pairs = list(zip(pids, tids))
-        self.names += names
-        self.threads += map(threads.setdefault, pairs, pairs)
+        self.names.extend(names)
+        self.threads.extend(list(zip(pids, tids)))
         if not self.with_args:
             return
         if args is None or None in args:
             args = [_NONE if values is None else values for values in args or repeat(_NONE, len(names))]
         numbers, forward, dims, types = zip(*args)
         self.has_dims = self.has_dims or any(dim is not MISSING for dim in dims)
-        self.dims += map(self._text, dims)
-        self.types += map(self._text, types)
+        self.dims.extend(list(map(self._text, dims)))
+        self.types.extend(list(map(self._text, types)))
         self.forward += bytes(fwd is not MISSING and bool(fwd) for fwd in forward)
         given = [_NO_SEQUENCE if number is MISSING else number for number in numbers]
         if set(map(type, given)) == {int} and min(given) >= _NO_SEQUENCE and \
@@ -106,6 +154,26 @@ def op_values(args: dict) -> tuple | None:
     return tuple(args.get(key, MISSING) for key in OP_ARGS)
 
 
+class Sequences:
+    """The `Sequence number` of each row (an int, any other value, or None) from OpColumns'."""
+
+    def __init__(self, numbers: array, other: dict[int, object]):
+        self.numbers = numbers
+        self.other = other
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, row: int):
+        number = self.numbers[row]
+        return self.other.get(row) if number == _NO_SEQUENCE else number
+
+    def __iter__(self):
+        if _NO_SEQUENCE not in self.numbers:
+            return iter(self.numbers)
+        return map(self.__getitem__, range(len(self.numbers)))
+
+
 @dataclass
 class OpRows:
     """The events of one kind in trace order, as columns (`row` i of each)."""
@@ -113,12 +181,12 @@ class OpRows:
     ts: list[float] | array  # arrays of "d" from columns
     end: list[float] | array
     dur: list[float] | array
-    names: list[str]
-    threads: list[tuple]
-    dims: list[str] | None  # arg_text of the args (None: the kind has no args kept)
-    types: list[str] | None
-    sequence: list | None  # values, None where absent
-    forward: list[bool] | None
+    names: list[str] | Coded
+    threads: list[tuple] | Coded
+    dims: list[str] | Coded | None  # arg_text of the args (None: the kind has no args kept)
+    types: list[str] | Coded | None
+    sequence: list | Sequences | None  # values, None where absent
+    forward: list[bool] | bytearray | None  # whether each has a `Fwd thread id` (truthy)
     has_dims: bool
 
     def __len__(self) -> int:
@@ -141,22 +209,14 @@ def _op_rows(trace, kind: str) -> OpRows | None:
         columns = skipped.columns
         if columns is None:
             return None
-        order = trace_order(skipped.ts, skipped.dur)
-        # Times as arrays: 8 bytes a value, where a list of floats takes 32.
-        ts = array("d", map(skipped.ts.__getitem__, order))
-        dur = array("d", map(skipped.dur.__getitem__, order))
-        rows = OpRows(ts, array("d", map(add, ts, dur)), dur,
-                      list(map(columns.names.__getitem__, order)),
-                      list(map(columns.threads.__getitem__, order)), None, None, None, None, False)
+        # The columns themselves, not copies: loading put them in trace order (Skipped).
+        ts, dur = skipped.ts, skipped.dur
+        rows = OpRows(ts, array("d", map(add, ts, dur)), dur, columns.names, columns.threads,
+                      None, None, None, None, False)
         if columns.with_args:
-            rows.dims = list(map(columns.dims.__getitem__, order))
-            rows.types = list(map(columns.types.__getitem__, order))
-            sequence = list(map(columns.sequence.__getitem__, order))
-            if _NO_SEQUENCE in sequence:
-                sequence = [columns.sequence_other.get(i) if number == _NO_SEQUENCE else number
-                            for i, number in zip(order, sequence)]
-            rows.sequence = sequence
-            rows.forward = [bool(columns.forward[i]) for i in order]
+            rows.dims, rows.types = columns.dims, columns.types
+            rows.sequence = Sequences(columns.sequence, columns.sequence_other)
+            rows.forward = columns.forward
             rows.has_dims = columns.has_dims
         return rows
     events = trace.by_kind.get(kind, [])
@@ -168,6 +228,14 @@ def _op_rows(trace, kind: str) -> OpRows | None:
                   [arg_text(a.get(DIMS)) for a in args], [arg_text(a.get(TYPES)) for a in args],
                   [a.get(SEQUENCE) for a in args], [bool(a.get(FORWARD)) for a in args],
                   any(DIMS in a for a in args))
+
+
+def in_trace_order(ts, dur) -> bool:
+    """Whether the rows are in `trace_order` already (as Python frames are in Kineto's files)."""
+    if not all(map(le, ts, islice(ts, 1, None))):
+        return False
+    ties = compress(range(1, len(ts)), map(eq, ts, islice(ts, 1, None)))
+    return all(dur[i - 1] >= dur[i] for i in ties)
 
 
 def trace_order(ts, dur) -> list[int]:

@@ -32,7 +32,7 @@ from operator import add, attrgetter, eq, not_, sub
 from pathlib import Path
 
 from .columns import int_args
-from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, op_values
+from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, op_values, in_trace_order, trace_order
 from .parse import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError, read_trace  # noqa: F401
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
@@ -86,18 +86,42 @@ def paused_gc():
             gc.enable()
 
 
-@dataclass(slots=True)
 class Event:
-    """One complete (`ph: X`) event."""
+    """One complete (`ph: X`) event.
 
-    name: str
-    kind: str
-    cat: str
-    ts: float  # microseconds since Trace.origin_us
-    dur: float
-    pid: int | str
-    tid: int | str
-    args: dict = field(default_factory=dict)  # only KEPT_ARGS, unless load_trace(keep_args=...)
+    Its kept args are held apart, in a fraction of a dict's memory (a trace has millions of
+    events): the correlation id, the only arg unique to each event, in a slot, and the others
+    as one dict shared by every event with the same values (never mutated). `args` makes the
+    dict again."""
+
+    __slots__ = ("name", "kind", "cat", "ts", "dur", "pid", "tid", "_correlation", "_others")
+
+    def __init__(self, name: str, kind: str, cat: str, ts: float, dur: float, pid: int | str,
+                 tid: int | str, args: dict | None = None, correlation: int | None = None):
+        """`args`: only KEPT_ARGS, unless load_trace(keep_args=...); with `correlation` given,
+        the args but the correlation id (the loader's, which shares them)."""
+        self.name = name
+        self.kind = kind
+        self.cat = cat
+        self.ts = ts  # microseconds since Trace.origin_us
+        self.dur = dur
+        self.pid = pid
+        self.tid = tid
+        self._correlation = correlation
+        self._others = _NO_ARGS if args is None else args
+
+    @property
+    def args(self) -> dict:
+        correlation = self._correlation
+        if correlation is None:
+            return self._others
+        return {"correlation": correlation, **self._others}  # KEPT_ARGS' order
+
+    def arg(self, key: str):
+        """`args.get(key)`, without making the dict."""
+        if key == "correlation" and self._correlation is not None:
+            return self._correlation
+        return self._others.get(key)
 
     @property
     def end(self) -> float:
@@ -105,11 +129,26 @@ class Event:
 
     @property
     def correlation(self) -> int | None:
-        return self.args.get("correlation")
+        correlation = self._correlation
+        return correlation if correlation is not None else self._others.get("correlation")
 
     @property
     def is_gpu(self) -> bool:
         return self.kind in GPU_ACTIVITY_KINDS or self.kind == "gpu_annotation"
+
+    def _fields(self) -> tuple:
+        return (self.name, self.kind, self.cat, self.ts, self.dur, self.pid, self.tid, self.args)
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not Event:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        fields = ("name", "kind", "cat", "ts", "dur", "pid", "tid", "args")
+        return "Event(" + ", ".join(f"{k}={v!r}" for k, v in zip(fields, self._fields())) + ")"
 
 
 @dataclass(slots=True)
@@ -125,7 +164,8 @@ class Instant:
 @dataclass(slots=True)
 class Skipped:
     """The events of one kind that `load_trace(skip_kinds=...)` did not make into Events: their
-    start times (relative, as `Event.ts`) and durations, in file order."""
+    start times (relative, as `Event.ts`) and durations, in file order; in trace order (as
+    `Trace.events`) where `columns` are kept, which scripts.oprows reads so, without a copy."""
 
     ts: array  # of floats ("d")
     dur: array
@@ -154,6 +194,13 @@ class Trace:
     def event_count(self) -> int:
         """The complete events of the file, skipped ones included."""
         return len(self.events) + sum(map(len, self.skipped.values()))
+
+    def time_columns(self, kind: str) -> tuple[array, array]:
+        """`times`, as arrays (of a skipped kind, its own: not to be changed)."""
+        if kind in self.skipped:
+            return self.skipped[kind].ts, self.skipped[kind].dur
+        events = self.by_kind.get(kind, [])
+        return array("d", map(attrgetter("ts"), events)), array("d", map(attrgetter("dur"), events))
 
     def times(self, kind: str) -> tuple[list[float], list[float]]:
         """The start times and durations of the events of one kind, made into Events or not."""
@@ -200,12 +247,13 @@ class Trace:
     @cached_property
     def launches_by_correlation(self) -> dict[int, Event]:
         """Runtime/driver calls that launched GPU work, keyed by correlation id."""
-        return {
-            e.args["correlation"]: e
-            for kind in sorted(LAUNCH_KINDS)
-            for e in self.by_kind.get(kind, [])
-            if "correlation" in e.args
-        }
+        found = {}
+        for kind in sorted(LAUNCH_KINDS):
+            for e in self.by_kind.get(kind, []):
+                args = e.args  # made once (a dict for each)
+                if "correlation" in args:
+                    found[args["correlation"]] = e
+        return found
 
     def launch_of(self, activity: Event) -> Event | None:
         cid = activity.correlation
@@ -308,6 +356,7 @@ class _Builder:
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
         self.kinds: dict[str, str] = {}  # cat -> kind
+        self.shared: dict[tuple, dict] = {}  # kept args but the correlation id -> the one copy
 
     def _times_only(self) -> None:
         # The categories whose events the reader need not make columns of (Kineto's spellings).
@@ -352,13 +401,15 @@ class _Builder:
                     self._commit_columns(kind, [self._intern(name)], [raw.get("pid", 0)],
                                          [raw.get("tid", 0)], [op_values(raw.get("args"))])
                 return
+            correlation, args = None, _NO_ARGS
+            if kind in self.keep_args:
+                args = _whole_args(raw.get("args"))
+            elif kind not in _ARGLESS_KINDS:
+                correlation, args = self._shared(_kept_args(raw.get("args")))
             self.events.append(Event(
                 self._intern(name), kind, self._intern(cat), ts,
                 max(_number(raw.get("dur")), 0.0), raw.get("pid", 0), raw.get("tid", 0),
-                _whole_args(raw.get("args")) if kind in self.keep_args
-                else _no_args_if_empty(_kept_args(raw.get("args"))) if kind not in _ARGLESS_KINDS
-                else _NO_ARGS,
-            ))
+                args, correlation))
         elif ph == "M":
             args = raw.get("args") or {}
             if raw.get("name") == "process_name":
@@ -375,19 +426,36 @@ class _Builder:
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
 
+    def _shared(self, kept: dict) -> tuple[int | None, dict]:
+        """The correlation id of kept args (a new dict, or the shared empty one), and the
+        others as the one dict shared by the events with the same."""
+        correlation = kept.pop("correlation", None) if kept else None
+        if not kept:
+            return correlation, _NO_ARGS
+        return correlation, self.shared.setdefault(tuple(kept.items()), kept)
+
+    def _split(self, column: list[dict]) -> list:
+        """`_shared` of each kept args of a column, in place: their correlation ids, and the
+        others where the args were."""
+        correlations: list = [None] * len(column)
+        for i in compress(range(len(column)), map(_NO_ARGS.__ne__, column)):
+            correlations[i], column[i] = self._shared(column[i])
+        return correlations
+
     def add_complete(self, cats: list[str], names: list[str], pids: list, tids: list,
                      starts: list[float], durations: list[float], bodies: list) -> None:
         """Complete events read as columns (see `scripts.parse.EventSink`: one string object per
         name already), whole columns at a time."""
         kinds = self._kinds(cats, names)
         column = _args_column(kinds, bodies)
+        correlations = self._split(column)
         if self.keep_args and not self.keep_args.isdisjoint(kinds):
-            _add_whole_args(column, kinds, bodies, self.keep_args)
+            _add_whole_args(column, correlations, kinds, bodies, self.keep_args)
         op_args = None
         if "cpu_op" in self.columns_of and "cpu_op" in kinds:
             op_args = _op_args_column(kinds, bodies)
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column],
-                          op_args)
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
+                                  correlations], op_args)
 
     def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
                     starts: list[float], durations: list[float], args: list,
@@ -398,6 +466,7 @@ class _Builder:
         OP_ARGS where they are kept as columns (`raw_args`: as JSON text)."""
         kinds = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
+        correlations: list = [None] * len(kinds)
         unread = _ARGLESS_KINDS | self.skip_kinds
         where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
                  if found is not None and kind not in unread]
@@ -406,7 +475,7 @@ class _Builder:
                 if values is not None:
                     kept = {k: v for k, v in zip(KEPT_ARGS, values) if type(v) is int}
                     if kept:
-                        column[i] = kept
+                        correlations[i], column[i] = self._shared(kept)
         op_args = None
         if "cpu_op" in self.columns_of and "cpu_op" in kinds:
             op_args = [None] * len(kinds)
@@ -417,8 +486,8 @@ class _Builder:
                 for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
                     if values is not None:
                         op_args[i] = values[n:]  # OP_ARGS, in their order
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column],
-                          op_args)
+        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
+                                  correlations], op_args)
 
     def _add_columns(self, kinds: list[str], columns: list[list], op_args: list | None = None
                      ) -> None:
@@ -484,9 +553,17 @@ class _Builder:
         for instant in self.instants:
             instant.ts -= origin
         _in_trace_order(events)
-        skipped = {kind: Skipped(array("d", map(sub, ts, repeat(origin))), dur,
-                                 self.columns.get(kind))
-                   for kind, (ts, dur) in sorted(self.skipped.items())}
+        skipped = {}
+        for kind, (ts, dur) in sorted(self.skipped.items()):
+            ts = array("d", map(sub, ts, repeat(origin)))
+            columns = self.columns.get(kind)
+            if columns is not None and not in_trace_order(ts, dur):
+                order = trace_order(ts, dur)
+                ts = array("d", map(ts.__getitem__, order))
+                dur = array("d", map(dur.__getitem__, order))
+                columns.reorder(order)
+                del order
+            skipped[kind] = Skipped(ts, dur, columns)
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,
                      origin_us=origin, source=self.source, skipped=skipped,
@@ -515,12 +592,15 @@ def _args_column(kinds: list[str], bodies: list) -> list[dict]:
     return column
 
 
-def _add_whole_args(column: list[dict], kinds: list[str], bodies: list, keep: frozenset) -> None:
-    """Put the whole args of the events of the `keep` kinds in their place in `column`."""
+def _add_whole_args(column: list[dict], correlations: list, kinds: list[str], bodies: list,
+                    keep: frozenset) -> None:
+    """Put the whole args of the events of the `keep` kinds in their place in `column` (their
+    correlation ids among them)."""
     for i, kind in enumerate(kinds):
         if kind in keep and bodies[i]:
             try:
                 column[i] = _whole_args(json.loads("{" + bodies[i] + "}"))
+                correlations[i] = None
             except ValueError:  # the reader is laxer than JSON inside args (see scripts.parse)
                 pass
 
@@ -559,10 +639,6 @@ def _kept_args(args) -> dict:
     if not isinstance(args, dict):
         return {}
     return {k: args[k] for k in KEPT_ARGS if type(args.get(k)) is int}
-
-
-def _no_args_if_empty(args: dict) -> dict:
-    return args or _NO_ARGS
 
 
 # --- public entry points ---------------------------------------------------------------------

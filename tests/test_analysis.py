@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from array import array
 
 import pytest
 
@@ -255,6 +256,10 @@ def test_interval_unions_and_coverage_match_a_plain_sweep():
         ends = [s + rng.choice([0.0, -1.0, 1.0, 2.5, rng.uniform(0, 6)]) for s in starts]
         merged = intervals.union_of_times(starts, ends)
         assert merged == plain_union(starts, ends)
+        rows = sorted(zip(starts, ends))  # in trace order: union_of_rows' sweep
+        assert intervals.union_of_rows(array("d", [s for s, _ in rows]),
+                                       array("d", [e for _, e in rows])) == merged
+        assert intervals.union_of_rows(starts, ends) == merged  # unsorted: as union_of_times
         for _ in range(4):
             start = rng.uniform(-2, 32)
             end = start + rng.uniform(0, 12)

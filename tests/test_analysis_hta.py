@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ pytest.importorskip("hta")
 from hta.trace_analysis import TraceAnalysis  # noqa: E402
 
 from scripts.analysis import facts, hta_scope_end  # noqa: E402
-from scripts.trace import Trace, load_trace  # noqa: E402
+from scripts.trace import Event, Trace, load_trace  # noqa: E402
 from tests.fixtures.handmade import two_steps  # noqa: E402
 from tests.fixtures.synth import Spec, synth_trace, write_trace  # noqa: E402
 
@@ -96,7 +95,8 @@ def rounded_as_hta_does(trace: Trace) -> Trace:
     for e in trace.events:
         start = math.ceil(e.ts + trace.origin_us)
         end = math.floor(e.ts + e.dur + trace.origin_us)
-        events.append(replace(e, ts=float(start - base), dur=float(max(end - start, 0))))
+        events.append(Event(e.name, e.kind, e.cat, float(start - base),
+                            float(max(end - start, 0)), e.pid, e.tid, e.args))
     events.sort(key=lambda e: (e.ts, -e.dur))
     return Trace(events, [], trace.metadata, trace.process_names, trace.thread_names, base,
                  trace.source)

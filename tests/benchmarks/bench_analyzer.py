@@ -101,6 +101,9 @@ def main(argv=None) -> None:
                              "archive REF scripts | tar -x -C DIR`) in the same runs")
     parser.add_argument("--no-hta", action="store_true", help="ours only (HTA takes minutes "
                         "and gigabytes on a gigabyte)")
+    parser.add_argument("--max-peak-mb", type=float, metavar="MB",
+                        help="exit with status 1 where a run of ours peaks above MB (the aim: "
+                             "1024, at any --size)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:  # HTA reads every trace in a directory
         if args.size:
@@ -139,11 +142,12 @@ def run(args, trace: Path, folder: str) -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}; median of {args.repeat} runs; load average "
           f"{load_before:.1f} before, {load_after:.1f} after")
-    print(f"{'':14}{'wall s':>9}{'CPU s':>9}{'MB/s':>8}{'peak MB':>10}{'idle %':>9}")
+    print(f"{'':14}{'wall s':>9}{'CPU s':>9}{'MB/s':>8}{'peak MB':>10}{'MB/GB':>7}{'idle %':>9}")
     summary = {side: summarize(found) for side, found in runs.items()}
     for side, (wall, cpu, rss) in summary.items():
         idle = _idle(side, runs[side][0].stdout)
-        print(f"{side:14}{wall:9.2f}{cpu:9.2f}{megabytes / wall:8.0f}{rss:10.0f}{idle:9.2f}")
+        print(f"{side:14}{wall:9.2f}{cpu:9.2f}{megabytes / wall:8.0f}{rss:10.0f}"
+              f"{rss / megabytes * 1000:7.0f}{idle:9.2f}")
     if "HTA" in summary:
         hta_wall, hta_cpu, hta_rss = summary["HTA"]
         for side in [side for side in summary if side != "HTA"]:
@@ -153,7 +157,14 @@ def run(args, trace: Path, folder: str) -> None:
         print("idle %: HTA rounds times to whole microseconds by default, we keep nanoseconds "
               "(see docs/guide/analyze-your-trace.md)")
     print("aim: >= 100 MB of JSON a second, peak under 1 GiB (MB/s: JSON MB over wall time, "
-          "interpreter start included; on a shared machine compare the CPU column)")
+          "interpreter start included; on a shared machine compare the CPU column; MB/GB: peak "
+          "MB per GB of JSON)")
+    if args.max_peak_mb is not None:
+        over = [side for side in ("ours", "ours, stdlib")
+                if summary[side][2] > args.max_peak_mb]
+        if over:
+            print(f"over {args.max_peak_mb:g} MB at peak: {', '.join(over)}")
+            sys.exit(1)
 
 
 def _idle(side: str, stdout: str) -> float:
