@@ -240,7 +240,7 @@ def in_trace_order(ts, dur) -> bool:
 
 def trace_order(ts, dur) -> list[int]:
     """The rows by start, the longest first among equal starts, file order among full ties:
-    the order of `Trace.events` (scripts.trace._in_trace_order), as indices."""
+    the order of `Trace.events` (scripts.trace_model._in_trace_order), as indices."""
     order = sorted(range(len(ts)), key=ts.__getitem__)
     starts = list(map(ts.__getitem__, order))
     ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))

@@ -29,7 +29,8 @@
   function load() {
     var script = document.createElement("script");
     script.src = bundle;
-    script.onload = mount;
+    // mounted in a task of its own, not in the one that ran the bundle: two shorter tasks
+    script.onload = function () { setTimeout(mount, 0); };
     document.body.appendChild(script);
   }
 
