@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -261,12 +262,14 @@ class _Nesting:
         if threads and threads[0] == thread and threads.count(thread) == len(threads):
             rows = range(len(threads))
             starts, ends = self.ts, self.end
-        else:
-            mine = list(map(thread.__eq__, threads))
-            rows = list(compress(range(len(threads)), mine))
-            starts, ends = list(compress(self.ts, mine)), list(compress(self.end, mine))
-        unknown = [_UNKNOWN] * len(rows)
-        found = self._threads[thread] = ((rows, starts, ends, unknown, unknown[:], unknown[:],
+        else:  # arrays: a trace may have millions of rows (8 bytes a value, not a float object)
+            mine = bytes(map(thread.__eq__, threads))
+            rows = array("q", compress(range(len(threads)), mine))
+            starts, ends = array("d", compress(self.ts, mine)), array("d", compress(self.end, mine))
+        count = len(rows)
+        parents, nearest = array("q", [_UNKNOWN]) * count, array("q", [_UNKNOWN]) * count
+        earliest = array("d", bytes(8 * count))  # read only where `nearest` is known
+        found = self._threads[thread] = ((rows, starts, ends, parents, nearest, earliest,
                                           cache(partial(_Ends, ends))) if rows else None)
         return found
 
