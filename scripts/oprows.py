@@ -242,16 +242,21 @@ def trace_order(ts, dur) -> list[int]:
     """The rows by start, the longest first among equal starts, file order among full ties:
     the order of `Trace.events` (scripts.trace_model._in_trace_order), as indices."""
     order = sorted(range(len(ts)), key=ts.__getitem__)
-    starts = list(map(ts.__getitem__, order))
+    longest_first_at_equal_starts(order, list(map(ts.__getitem__, order)), dur.__getitem__)
+    return order
+
+
+def longest_first_at_equal_starts(items: list, starts: list, duration) -> None:
+    """`items`, sorted by their `starts`, reordered in place so that among equal starts the
+    longest `duration(item)` comes first (a stable sort within each run of equal starts).
+    Traces are nearly in order and equal starts are few: only those runs are sorted again."""
     ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))
-    first = end = -1
-    by_dur = dur.__getitem__
-    for i in ties:
+    first = end = -1  # the open run of equal starts: items[first:end]
+    for i in ties:  # items[i] starts with items[i - 1]
         if i != end:
             if end - first > 1:
-                order[first:end] = sorted(order[first:end], key=by_dur, reverse=True)
+                items[first:end] = sorted(items[first:end], key=duration, reverse=True)
             first = i - 1
         end = i + 1
     if end - first > 1:
-        order[first:end] = sorted(order[first:end], key=by_dur, reverse=True)
-    return order
+        items[first:end] = sorted(items[first:end], key=duration, reverse=True)

@@ -8,10 +8,10 @@ from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress, groupby, islice
-from operator import add, attrgetter, eq
+from itertools import groupby
+from operator import add, attrgetter
 
-from .oprows import OpColumns
+from .oprows import OpColumns, longest_first_at_equal_starts
 from .tracetext import TraceError
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
@@ -264,21 +264,10 @@ class Trace:
 
 def _in_trace_order(events: list[Event]) -> list[Event]:
     """Sort by start, the longest first among equal starts (parents before children), as two
-    stable sorts (by duration, then by start) would. Traces are nearly in order and equal starts
-    are few, so one sort by start and a fix of the runs of equal starts is faster."""
+    stable sorts (by duration, then by start) would, but with one sort and a fix of the few runs
+    of equal starts."""
     events.sort(key=attrgetter("ts"))
-    starts = list(map(attrgetter("ts"), events))
-    ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))
-    by_dur = attrgetter("dur")
-    first = end = -1  # the open run of equal starts: events[first:end]
-    for i in ties:  # events[i] starts with events[i - 1]
-        if i != end:
-            if end - first > 1:
-                events[first:end] = sorted(events[first:end], key=by_dur, reverse=True)
-            first = i - 1
-        end = i + 1
-    if end - first > 1:
-        events[first:end] = sorted(events[first:end], key=by_dur, reverse=True)
+    longest_first_at_equal_starts(events, list(map(attrgetter("ts"), events)), attrgetter("dur"))
     return events
 
 

@@ -6,7 +6,8 @@
 // body's colour attributes and reads the header's computed style, which recalculates the style of
 // the whole page two or three times while it loads: about a quarter of a long post's main-thread
 // work (the Lighthouse benchmark, tests/benchmarks/lighthouse.py). This script runs once the
-// header is parsed, before anything below it is, so choosing the palette there costs nothing; the work of a switch is done only when the reader switches. Same choice as Material's:
+// header is parsed, before anything below it is, so choosing the palette there costs nothing;
+// the work of a switch is done only when the reader switches. Same choice as Material's:
 // the reader's saved palette (same storage, `__palette`), else the first whose media query matches.
 (function () {
   "use strict";
