@@ -16,7 +16,8 @@ from itertools import accumulate, compress, repeat
 from operator import add, attrgetter, eq, gt, is_not, lt, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
-from .intervals import Merged, intersection, union_of_rows, union_of_times
+from .intervals import (Merged, intersection, union_of_arrays, union_of_columns,
+                        union_of_times)
 from .trace import LAUNCH_KINDS, Event, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -193,17 +194,18 @@ def where(keys: list, key, *columns: list) -> list[list]:
     return [list(compress(column, map(eq, keys, repeat(key)))) for column in columns]
 
 
-def _host_work(trace: Trace) -> Merged:
+def _host_work(trace: Trace) -> tuple[array, array]:
     """The merged intervals of host work: ops and launch calls (events or skipped times). The
-    union of each kind's union: the same intervals, without a copy of the millions of ops."""
-    starts: list[float] = []
-    ends: list[float] = []
+    union of each kind's union: the same intervals, without a copy of the millions of ops; in
+    arrays (a trace has hundreds of thousands of them)."""
+    starts, ends = array("d"), array("d")
     for kind in sorted(HOST_WORK_KINDS):
         kind_starts, kind_durations = trace.time_columns(kind)
-        merged = union_of_rows(kind_starts, array("d", map(add, kind_starts, kind_durations)))
+        merged = union_of_columns(kind_starts, array("d", map(add, kind_starts, kind_durations)))
         starts += merged[0]
         ends += merged[1]
-    return union_of_times(starts, ends)
+        del merged
+    return union_of_arrays(starts, ends)
 
 
 def _host_waits(trace: Trace) -> Merged:

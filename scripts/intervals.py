@@ -13,6 +13,8 @@ from array import array
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import le, lt, sub
 
+Column = list[float] | array  # floats, or an array of them ("d")
+
 Interval = tuple[float, float]
 # Merged intervals as two lists, their starts and their ends: sorted, disjoint, not touching.
 Merged = tuple[list[float], list[float]]
@@ -96,16 +98,42 @@ def union_of_rows(starts, ends) -> Merged:
     them where the starts are sorted (rows in trace order): then a merged interval begins at
     S[i] when every interval before has ended (the running maximum of their ends is below
     S[i]), which is `union_of_times`' test, and ends at the largest end of its rows."""
+    starts, ends = union_of_columns(starts, ends)
+    return list(starts), list(ends)
+
+
+# --- in arrays ----------------------------------------------------------------------------------
+# The same unions of millions of rows in arrays of 8 bytes a value: lists of new floats take 32.
+
+
+def union_of_columns(starts: Column, ends: Column) -> tuple[array, array]:
+    """`union_of_rows`, in arrays."""
+    starts, ends = _nonempty(starts, ends)
     if not all(map(le, starts, islice(starts, 1, None))):
-        return union_of_times(list(starts), list(ends))
-    nonempty = bytes(map(lt, starts, ends))
-    if not all(nonempty):
-        starts = array("d", compress(starts, nonempty))
-        ends = array("d", compress(ends, nonempty))
+        return union_of_arrays(starts, ends)
     if not starts:
-        return [], []
-    firsts = list(compress(range(1, len(starts)),
-                           map(lt, accumulate(ends, max), islice(starts, 1, None))))
-    bounds = [0, *firsts, len(starts)]
-    return ([starts[0], *map(starts.__getitem__, firsts)],
-            [max(ends[a:b]) for a, b in pairwise(bounds)])
+        return array("d"), array("d")
+    firsts = array("q", compress(range(1, len(starts)),
+                                 map(lt, accumulate(ends, max), islice(starts, 1, None))))
+    return (array("d", chain((starts[0],), map(starts.__getitem__, firsts))),
+            array("d", map(max, map(ends.__getitem__, map(slice, chain((0,), firsts),
+                                                           chain(firsts, (len(starts),)))))))
+
+
+def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
+    """`union_of_times`, in arrays (a sorted copy of the starts, then of the ends)."""
+    starts, ends = _nonempty(starts, ends)
+    if not starts:
+        return array("d"), array("d")
+    starts = array("d", sorted(starts))
+    ends = array("d", sorted(ends))
+    firsts = array("q", compress(range(1, len(starts)), map(lt, ends, islice(starts, 1, None))))
+    return (array("d", chain((starts[0],), map(starts.__getitem__, firsts))),
+            array("d", chain(map(ends.__getitem__, map(sub, firsts, repeat(1))), (ends[-1],))))
+
+
+def _nonempty(starts: Column, ends: Column) -> tuple[Column, Column]:
+    nonempty = bytes(map(lt, starts, ends))
+    if all(nonempty):
+        return starts, ends
+    return array("d", compress(starts, nonempty)), array("d", compress(ends, nonempty))

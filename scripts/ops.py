@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache, partial
 from itertools import compress, repeat
-from operator import and_, is_, not_
+from operator import and_, is_, not_, sub
 
 from .analysis import rounded, short_name
 from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
@@ -127,9 +127,10 @@ def self_times(ops: list[Event]) -> dict[int, float]:
     return dict(zip(map(id, ops), own))
 
 
-def _self_times(ts: list[float], end: list[float], dur: list[float], threads: list) -> list[float]:
-    """Each row's self time (as `self_times`), rows in trace order."""
-    children = [0.0] * len(ts)
+def _self_times(ts: list[float], end: list[float], dur: list[float], threads: list) -> array:
+    """Each row's self time (as `self_times`), rows in trace order: arrays, 8 bytes a row where
+    lists would hold a float object of 24 more (a trace may have millions of ops)."""
+    children = array("d", bytes(8 * len(ts)))
     open_by_thread: dict[tuple, list[int]] = {}
     for j, thread in enumerate(threads):
         stack = open_by_thread.get(thread)
@@ -141,7 +142,7 @@ def _self_times(ts: list[float], end: list[float], dur: list[float], threads: li
         if stack:
             children[stack[-1]] += dur[j]
         stack.append(j)
-    return [max(d - c, 0.0) for d, c in zip(dur, children)]
+    return array("d", map(max, map(sub, dur, children), repeat(0.0)))
 
 
 def shape_facts(trace: Trace, window: Window, top: int = TOP_SHAPES) -> list[ShapeStat]:
@@ -259,16 +260,22 @@ class _Nesting:
         if found != 0:
             return found
         threads = self.all_threads
+        # Arrays: a trace may have millions of rows (4 or 8 bytes a value, not an object).
+        index = "i" if len(threads) < (1 << 31) else "q"
         if threads and threads[0] == thread and threads.count(thread) == len(threads):
             rows = range(len(threads))
             starts, ends = self.ts, self.end
-        else:  # arrays: a trace may have millions of rows (8 bytes a value, not a float object)
+        else:
             mine = bytes(map(thread.__eq__, threads))
-            rows = array("q", compress(range(len(threads)), mine))
+            rows = array(index, compress(range(len(threads)), mine))
             starts, ends = array("d", compress(self.ts, mine)), array("d", compress(self.end, mine))
+            del mine
         count = len(rows)
-        parents, nearest = array("q", [_UNKNOWN]) * count, array("q", [_UNKNOWN]) * count
-        earliest = array("d", bytes(8 * count))  # read only where `nearest` is known
+        parents = array(index, [_UNKNOWN]) * count
+        nearest = earliest = None  # only for `innermost_marked`
+        if self.marked is not None:
+            nearest = array(index, [_UNKNOWN]) * count
+            earliest = array("d", bytes(8 * count))  # read only where `nearest` is known
         found = self._threads[thread] = ((rows, starts, ends, parents, nearest, earliest,
                                           cache(partial(_Ends, ends))) if rows else None)
         return found
@@ -377,7 +384,7 @@ class _Ends:
         return at
 
 
-def _down_to_user(names: list[str], user: list[bool], chain: list[int]) -> list[str]:
+def _down_to_user(names: list[str], user: bytes, chain: list[int]) -> list[str]:
     """The frames of a chain (outermost first) innermost first, down to the innermost user
     frame (all of them without one)."""
     inner = chain[::-1]
@@ -420,28 +427,31 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
 
 def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Window,
                   top: int) -> list[SourceLine]:
-    items = []  # (name, kind, time, thread, ts)
+    items = _Items()
+    threads: dict[tuple, tuple] = {}  # one tuple for each thread
     for activity in trace.gpu_activities:
         launch = trace.launch_of(activity)
         if launch is not None and window.start <= launch.ts < window.end:
-            items.append((activity.name, activity.kind, activity.dur, (launch.pid, launch.tid),
-                          launch.ts))
+            thread = launch.pid, launch.tid
+            items.add(activity.name, activity.kind, activity.dur,
+                      threads.setdefault(thread, thread), launch.ts)
     if not items and not trace.gpu_activities and ops is not None:
         own = _self_times(ops.ts, ops.end, ops.dur, ops.threads)
-        items = [(name, "cpu_op", mine, thread, ts)
-                 for name, mine, thread, ts in zip(ops.names, own, ops.threads, ops.ts)
-                 if window.start <= ts < window.end]
+        for name, mine, thread, ts in zip(ops.names, own, ops.threads, ops.ts):
+            if window.start <= ts < window.end:
+                items.add(name, "cpu_op", mine, thread, ts)
+        del own
     if not items:
         return []
     by_name = {name: not is_library_frame(name) for name in set(python.names)}
-    user = list(map(by_name.__getitem__, python.names))  # whether a frame is user code
+    user = bytes(map(by_name.__getitem__, python.names))  # whether a frame is user code
     frames = _Nesting(python.ts, python.end, python.threads, user)
     op_nesting = _Nesting(ops.ts, ops.end, ops.threads) if ops is not None else None
     backward = ops is not None and ops.sequence is not None
     forward = None  # _forward_ops, made when first needed
     totals: dict[str, float] = {}
     groups: dict[tuple, list] = {}  # (name, kind, frame) -> count, time, its items, (thread, time)
-    for i, (name, kind, time, thread, ts) in enumerate(items):
+    for i, (name, kind, time, thread, ts) in enumerate(zip(*items.columns())):
         totals[kind] = totals.get(kind, 0.0) + time
         point = thread, ts  # where the frames are read
         some, mine = frames.innermost_marked(thread, ts)
@@ -455,7 +465,7 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
         key = name, kind, None if mine is None else python.names[mine]
         entry = groups.get(key)
         if entry is None:
-            entry = groups[key] = [0, 0.0, [], point]
+            entry = groups[key] = [0, 0.0, array("i" if len(items) < (1 << 31) else "q"), point]
         entry[0] += 1
         entry[1] += time
         entry[2].append(i)
@@ -470,15 +480,40 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
     ) for (name, kind, frame), (count, time, members, point) in ranked]
 
 
-def _commonest_op(ops: OpRows | None, nesting: _Nesting | None, items: list,
-                  members: list[int]) -> str | None:
+class _Items:
+    """The activities (or ops) whose Python lines `_source_facts` looks for, as columns of
+    shared objects (a tuple each would take some 140 bytes)."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self.times: list[float] = []
+        self.threads: list[tuple] = []
+        self.ts: list[float] = []
+
+    def add(self, name: str, kind: str, time: float, thread: tuple, ts: float) -> None:
+        self.names.append(name)
+        self.kinds.append(kind)
+        self.times.append(time)
+        self.threads.append(thread)
+        self.ts.append(ts)
+
+    def columns(self) -> tuple[list, ...]:
+        return self.names, self.kinds, self.times, self.threads, self.ts
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def _commonest_op(ops: OpRows | None, nesting: _Nesting | None, items: _Items,
+                  members: array) -> str | None:
     """The innermost CPU op around the launch of most of these items (the greater name of
     equally many), None without any: asked only of the groups shown."""
     if nesting is None:
         return None
     counts: dict[str, int] = {}
     for i in members:
-        _, _, _, thread, ts = items[i]
+        thread, ts = items.threads[i], items.ts[i]
         op = next(nesting.running(thread, ts), None)
         if op is not None:
             op = ops.names[op]

@@ -254,7 +254,8 @@ class _Builder:
             instant.ts -= origin
         _in_trace_order(events)
         skipped = {}
-        for kind, (ts, dur) in sorted(self.skipped.items()):
+        for kind in sorted(self.skipped):
+            ts, dur = self.skipped.pop(kind)  # the absolute times dropped once made relative
             ts = array("d", map(sub, ts, repeat(origin)))
             columns = self.columns.get(kind)
             if columns is not None and not in_trace_order(ts, dur):

@@ -260,6 +260,9 @@ def test_interval_unions_and_coverage_match_a_plain_sweep():
         assert intervals.union_of_rows(array("d", [s for s, _ in rows]),
                                        array("d", [e for _, e in rows])) == merged
         assert intervals.union_of_rows(starts, ends) == merged  # unsorted: as union_of_times
+        for columns in ((starts, ends), (array("d", starts), array("d", ends))):
+            assert tuple(map(list, intervals.union_of_arrays(*columns))) == merged
+            assert tuple(map(list, intervals.union_of_columns(*columns))) == merged
         for _ in range(4):
             start = rng.uniform(-2, 32)
             end = start + rng.uniform(0, 12)
