@@ -18,6 +18,7 @@ from operator import add, attrgetter, eq, gt, is_not, lt, sub
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import (Merged, intersection, union_of_arrays, union_of_columns,
                         union_of_times)
+from .oprows import stable_order
 from .trace import LAUNCH_KINDS, Event, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -65,9 +66,9 @@ class TraceIndex:
         starts = list(map(attrgetter("ts"), events))
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
         placed = [start if launch is None else launch.ts for start, launch in zip(starts, launches)]
-        order = sorted(range(len(events)), key=placed.__getitem__)
+        order, self.placed_times = stable_order(placed)
+        del placed
         events = _take(events, order)
-        self.placed_times = _take(placed, order)
         self.launches = _take(launches, order)  # the runtime/driver call, or None
         self.starts = list(map(attrgetter("ts"), events))
         self.durs = list(map(attrgetter("dur"), events))
@@ -75,14 +76,13 @@ class TraceIndex:
         self.ends = array("d", map(add, self.starts, self.durs))
         self.names = list(map(attrgetter("name"), events))
         self.event_kinds = list(map(attrgetter("kind"), events))  # kernel / memcpy / memset
-        named = list(zip(self.names, self.event_kinds))
-        kinds = {pair: kernel_kind(*pair) for pair in set(named)}
-        self.kinds = list(map(kinds.__getitem__, named))  # compute / communication / ...
+        kinds = {pair: kernel_kind(*pair) for pair in set(zip(self.names, self.event_kinds))}
+        self.kinds = list(map(kinds.__getitem__, zip(self.names, self.event_kinds)))  # compute / ...
         self.device_of = _arg_or(events, "device", "pid")
         self.stream_of = _arg_or(events, "stream", "tid")
         self.devices = sorted(set(self.device_of), key=str)
-        self.busy_by_device = {
-            device: union_of_times(*where(self.device_of, device, self.starts, self.ends))
+        self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
+            device: union_of_arrays(*where(self.device_of, device, self.starts, self.ends))
             for device in self.devices
         }
 
@@ -93,16 +93,14 @@ class TraceIndex:
         starts, ends = self.starts, self.ends
         # When the launch call of each activity began; -inf without one (never host wait).
         launch_starts = [-math.inf if launch is None else launch.ts for launch in self.launches]
-        by_stream = defaultdict(list)  # (device, stream) -> activities in placing order
-        for i, key in enumerate(zip(self.device_of, self.stream_of)):
-            by_stream[key].append(i)
+        by_stream = _rows_by(zip(self.device_of, self.stream_of))  # in placing order
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
-        times, codes, durs, keys = [], [], [], []
+        times, codes, durs, keys = [], [], array("d"), []
         for key, on_stream in by_stream.items():
-            on_stream.sort(key=starts.__getitem__)
+            on_stream = _by_start(on_stream, starts)
             previous, current = on_stream[:-1], on_stream[1:]
-            previous_ends = _take(ends, previous)
-            gaps = list(map(sub, _take(starts, current), previous_ends))
+            previous_ends = array("d", map(ends.__getitem__, previous))
+            gaps = array("d", map(sub, _take(starts, current), previous_ends))
             host_wait = map(gt, _take(launch_starts, current), previous_ends)
             kernel_wait = map(lt, gaps, repeat(KERNEL_WAIT_US))
             base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
@@ -111,8 +109,9 @@ class TraceIndex:
             times += _take(self.placed_times, current)
             durs += gaps
             keys += [key] * len(gaps)
-        order = sorted(range(len(times)), key=times.__getitem__)
-        self.gap_times, self.gap_codes = _take(times, order), _take(codes, order)
+        order, self.gap_times = stable_order(times)
+        del times
+        self.gap_codes = _take(codes, order)
         self.gap_durs, self.gap_keys = array("d", map(durs.__getitem__, order)), _take(keys, order)
 
     def _idle_before(self) -> None:
@@ -127,17 +126,14 @@ class TraceIndex:
         n = len(self.starts)
         self.idle_host_wait, self.idle_queued, self.idle_other = (array("d", bytes(8 * n))
                                                                   for _ in range(3))
-        by_device = defaultdict(list)
-        for i, device in enumerate(self.device_of):
-            by_device[device].append(i)
-        for members in by_device.values():
-            members.sort(key=self.starts.__getitem__)
-            starts, ends = _take(self.starts, members), _take(self.ends, members)
+        for members in _rows_by(self.device_of).values():
+            members = _by_start(members, self.starts)
+            starts, ends = _take(self.starts, members), array("d", map(self.ends.__getitem__, members))
             first_launch = self.launches[members[0]]
             origin = starts[0] if first_launch is None else min(first_launch.ts, starts[0])
             # Where the GPU's earlier work ended: the running maximum of the ends before each one.
-            frontier = list(accumulate(ends[:-1], max, initial=origin))
-            idle = list(map(max, map(sub, starts, frontier), repeat(0.0)))
+            frontier = array("d", accumulate(ends[:-1], max, initial=origin))
+            idle = array("d", map(max, map(sub, starts, frontier), repeat(0.0)))
             for i, gap, free_at in compress(zip(members, idle, frontier), idle):
                 launch = self.launches[i]
                 if launch is None:
@@ -185,6 +181,23 @@ def _arg_or(events: list, key: str, attribute: str) -> list:
 
 def _take(column: list, indices: list[int]) -> list:
     return list(map(column.__getitem__, indices))
+
+
+def _rows_by(keys) -> dict:
+    """key -> its rows, in order, as arrays (4 bytes a row, not an int object's 32)."""
+    rows: dict = {}
+    for i, key in enumerate(keys):
+        found = rows.get(key)
+        if found is None:
+            found = rows[key] = array("i")
+        found.append(i)
+    return rows
+
+
+def _by_start(rows: array, starts) -> array:
+    """The rows sorted by their starts, a stable sort (as `rows.sort(key=starts.__getitem__)`)."""
+    order = stable_order(array("d", map(starts.__getitem__, rows)))[0]
+    return array(rows.typecode, map(rows.__getitem__, order))
 
 
 def where(keys: list, key, *columns: list) -> list[list]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, H
                              TemporalBreakdown, Verdict, WindowFacts)
 from .analysis_index import GAP_CATEGORIES, TraceIndex, where
 from .analysis_text import _ms
-from .intervals import Merged, covered, union_of_times
+from .intervals import Merged, covered, union_of_arrays
 from .trace import Trace, Window
 
 def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNELS) -> WindowFacts:
@@ -77,7 +78,7 @@ class _Union:
 def _union_of(starts: list[float], ends: list[float]) -> _Union | None:
     if not starts:
         return None
-    return _Union(union_of_times(starts, ends), min(starts), max(ends))
+    return _Union(union_of_arrays(starts, ends), min(starts), max(ends))
 
 
 def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, widest: int
@@ -136,7 +137,7 @@ def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], kind
         return None
     span = merged.end - merged.start
     busy = merged.busy
-    compute_starts, compute_ends = union_of_times(*where(kinds, "compute", starts, ends))
+    compute_starts, compute_ends = union_of_arrays(*where(kinds, "compute", starts, ends))
     compute = sum(map(sub, compute_ends, compute_starts))
     idle = span - busy
     return TemporalBreakdown(
@@ -174,7 +175,14 @@ def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
                     map(lt, index.placed_times, repeat(cut))))
     return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
                                "(HTA drops the last step)",
-                               *(list(compress(column, kept)) for column in columns))
+                               *(_kept(column, kept) for column in columns))
+
+
+def _kept(column, kept: list[bool]):
+    """The values of a column where `kept`: an array's in an array (no float objects made)."""
+    if isinstance(column, array):
+        return array(column.typecode, compress(column, kept))
+    return list(compress(column, kept))
 
 
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:

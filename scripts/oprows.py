@@ -248,16 +248,24 @@ def trace_order(ts, dur) -> list[int] | array:
     rows by key would take some 70 (a list of int objects and one of new floats). Rows in many
     short runs (or with NaN starts, which order nothing) are sorted as a whole."""
     n = len(ts)
-    descents = compress(range(1, n), map(gt, ts, islice(ts, 1, None)))
-    bounds = [0, *islice(descents, _MERGED_RUNS), n]  # of the runs, up to _MERGED_RUNS + 1
-    order = None
-    if len(bounds) - 1 <= _MERGED_RUNS and not any(map(ne, ts, ts)):
-        order, starts = _merged_runs(ts, bounds)
-    if order is None:
-        order = sorted(range(n), key=ts.__getitem__)
-        starts = list(map(ts.__getitem__, order))
+    order, starts = stable_order(ts)
     longest_first_at_equal_starts(order, starts, dur.__getitem__)
     return order
+
+
+def stable_order(keys) -> tuple[list[int] | array, list[float] | array]:
+    """The rows by key (floats), file order among equal keys, and the keys in that order: as
+    `sorted(range(len(keys)), key=keys.__getitem__)`, by merging the runs already in order in
+    arrays where the rows are in a few (see `trace_order`)."""
+    n = len(keys)
+    descents = compress(range(1, n), map(gt, keys, islice(keys, 1, None)))
+    bounds = [0, *islice(descents, _MERGED_RUNS), n]  # of the runs, up to _MERGED_RUNS + 1
+    if len(bounds) - 1 <= _MERGED_RUNS and not any(map(ne, keys, keys)):
+        order, ordered = _merged_runs(keys, bounds)
+        if order is not None:
+            return order, ordered
+    order = sorted(range(n), key=keys.__getitem__)
+    return order, list(map(keys.__getitem__, order))
 
 
 def _merged_runs(ts, bounds: list[int]) -> tuple[array | None, array]:
