@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import random
+from array import array
 from pathlib import Path
 
 import pytest
 
-from scripts import tracetext
+from scripts import oprows, tracetext
 from scripts.analysis import TIMES_ONLY_KINDS, facts
 from scripts.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
@@ -128,6 +131,32 @@ def test_events_are_in_trace_order_parents_first():
     trace = build_trace(data)
     assert [e.name for e in trace.events] == ["first", "parent", "child"]
     assert trace.events[0].ts == 0 and trace.origin_us == 3
+
+
+def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
+    """oprows' orders merge the runs already in order, in arrays, instead of sorting all rows:
+    held against the sort they replace, on rows in a few runs (one per thread or flush), in many
+    (a sort), interleaved finely (beyond the merge's budget: a sort), with ties and NaN."""
+    rng = random.Random(7)
+    limit = oprows._MERGED_RUNS
+    for _ in range(2000):
+        # A small limit of runs, and of steps: the sort's way and a merge given up midway.
+        monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
+        n = rng.randint(0, 80)
+        values = [float(rng.randint(0, 25)) for _ in range(n)]
+        cuts = sorted(rng.sample(range(n + 1), min(rng.choice([1, 2, 5, n + 1]), n + 1)))
+        ts = [v for a, b in zip([0, *cuts], [*cuts, n]) for v in sorted(values[a:b])]
+        if ts and rng.random() < 0.05:
+            ts[rng.randrange(n)] = math.nan
+        dur = [float(rng.randint(0, 3)) for _ in range(n)]
+        ts, dur = array("d", ts), array("d", dur)
+        by_sort = sorted(range(n), key=ts.__getitem__)
+        order, keys = oprows.stable_order(ts)
+        assert list(order) == by_sort
+        assert list(map(repr, keys)) == [repr(ts[i]) for i in by_sort]
+        oprows.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
+                                             dur.__getitem__)
+        assert list(oprows.trace_order(ts, dur)) == by_sort
 
 
 def test_old_absolute_integer_timestamps_become_relative(tmp_path):
