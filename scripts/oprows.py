@@ -31,13 +31,14 @@ def arg_text(value) -> str:
 
 
 class Coded:
-    """A column of few distinct values (names, threads, arg texts) as 4-byte codes into a table
-    of them: half a list's pointers. Reads as a sequence of the values."""
+    """A column of few distinct values (names, threads, arg texts) as codes into a table of
+    them, each of 1, 2 or 4 bytes as the table's size needs (a list would take 8 a row). Reads
+    as a sequence of the values."""
 
     __slots__ = ("codes", "values", "_code")
 
     def __init__(self):
-        self.codes = array("I")
+        self.codes = array("B")
         self.values: list = []
         self._code: dict = {}  # value -> its code
 
@@ -46,10 +47,12 @@ class Coded:
         for value in set(items).difference(code):
             code[value] = len(self.values)
             self.values.append(value)
+        if len(self.values) > 1 << 8 * self.codes.itemsize:  # wider codes, once per width
+            self.codes = array(_code_type(len(self.values)), self.codes)
         self.codes.extend(map(code.__getitem__, items))
 
     def reorder(self, order: list[int]) -> None:
-        self.codes = array("I", map(self.codes.__getitem__, order))
+        self.codes = array(self.codes.typecode, map(self.codes.__getitem__, order))
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -63,6 +66,11 @@ class Coded:
     def count(self, value) -> int:
         code = self._code.get(value)
         return 0 if code is None else self.codes.count(code)
+
+
+def _code_type(count: int) -> str:
+    """The narrowest array type of codes for a table of `count` values."""
+    return next(kind for kind in "BHI" if count <= 1 << 8 * array(kind).itemsize)
 
 
 class OpColumns:

@@ -228,7 +228,7 @@ def test_summary_names_the_verdict_and_shortens_kernel_names(reference):
     assert short_name(NCCL) == "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
 
-def test_interval_unions_and_coverage_match_a_plain_sweep():
+def test_interval_unions_and_coverage_match_a_plain_sweep(monkeypatch):
     """The engine merges and measures intervals with whole-list operations; a plain loop over
     sorted intervals must give the same floats."""
     def plain_union(starts, ends):
@@ -263,6 +263,12 @@ def test_interval_unions_and_coverage_match_a_plain_sweep():
         for columns in ((starts, ends), (array("d", starts), array("d", ends))):
             assert tuple(map(list, intervals.union_of_arrays(*columns))) == merged
             assert tuple(map(list, intervals.union_of_columns(*columns))) == merged
+        # Merged runs in order, or sorted where more than sorted_values' limit (made small here).
+        monkeypatch.setattr(intervals, "_RUNS", rng.choice([1, 2, 64]))
+        runs = [v for _ in range(rng.randint(1, 4))
+                for v in sorted(rng.sample(starts, len(starts) // 2))]
+        assert list(intervals.sorted_values(runs)) == sorted(runs)
+        assert list(intervals.sorted_values(starts)) == sorted(starts)
         for _ in range(4):
             start = rng.uniform(-2, 32)
             end = start + rng.uniform(0, 12)

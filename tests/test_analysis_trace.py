@@ -159,6 +159,29 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
         assert list(oprows.trace_order(ts, dur)) == by_sort
 
 
+def test_coded_columns_read_as_the_lists_they_replace():
+    """oprows.Coded keeps codes of 1, 2 or 4 bytes as its table grows: it reads as the list of
+    its values through each widening, and reorders as the list would."""
+    rng = random.Random(11)
+    for _ in range(40):
+        coded, plain = oprows.Coded(), []
+        for _ in range(rng.randint(1, 30)):
+            spread = rng.choice([3, 300, 70_000])
+            items = [rng.randrange(spread) for _ in range(rng.randint(0, 3000))]
+            coded.extend(items)
+            plain += items
+            assert len(coded) == len(plain) and list(coded) == plain
+        assert coded.codes.itemsize == next(size for size in (1, 2, 4)
+                                            if len(set(plain)) <= 1 << 8 * size)
+        order = list(range(len(plain)))
+        rng.shuffle(order)
+        coded.reorder(order)
+        plain = [plain[i] for i in order]
+        assert list(coded) == plain and [coded[i] for i in range(len(plain))] == plain
+        value = rng.choice(plain) if plain else 0
+        assert coded.count(value) == plain.count(value) and coded.count(-1) == 0
+
+
 def test_old_absolute_integer_timestamps_become_relative(tmp_path):
     trace = load_trace(write_trace(synth_trace(SYNTH_SPECS["old"]), tmp_path / "old.json"))
     assert trace.origin_us > 1e15 and trace.events[0].ts == 0
