@@ -30,13 +30,10 @@ from here.
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import is_not
-
 from .analysis_facts import (  # noqa: F401 (the engine's names, imported from here)
-    COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HOST_WORK_KINDS, HTA_LAUNCH_APIS,
-    KERNEL_WAIT_US, NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TIMES_ONLY_KINDS, TOP_KERNELS,
-    WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle, TemporalBreakdown,
+    COLUMN_KINDS, COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HOST_WORK_KINDS,
+    HTA_LAUNCH_APIS, KERNEL_WAIT_US, NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TIMES_ONLY_KINDS,
+    TOP_KERNELS, WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle, TemporalBreakdown,
     TraceFacts, Verdict, WindowFacts, rounded)
 from .analysis_index import TraceIndex, kernel_kind  # noqa: F401
 from .analysis_text import _ms, short_name, summary_text  # noqa: F401
@@ -57,8 +54,8 @@ def facts(trace: Trace, step: int | None = None, window: Window | tuple[float, f
 
 
 def _check_loaded(trace: Trace) -> None:
-    """The facts read the events of every kind but TIMES_ONLY_KINDS: those must not be skipped."""
-    missing = sorted(set(trace.skipped) - TIMES_ONLY_KINDS)
+    """The facts read the events of every kind but COLUMN_KINDS: those must not be skipped."""
+    missing = sorted(set(trace.skipped) - COLUMN_KINDS)
     if missing:
         raise ValueError(f"the facts need the {', '.join(missing)} events that loading skipped")
 
@@ -122,7 +119,7 @@ def _notes(trace: Trace, index: TraceIndex) -> list[str]:
     if not trace.has_gpu_activity:
         notes.append("no GPU activity: the trace has host events only (CPU-only profile, or "
                      "CUDA activities were not recorded)")
-    unmatched = len(index.launches) - sum(map(is_not, index.launches, repeat(None)))
+    unmatched = index.launches.count(-1)  # activities without a launch call
     if unmatched:
         notes.append(f"{unmatched} GPU activities have no launch call in the trace: they are "
                      "placed by their own start time, and HTA leaves them out")

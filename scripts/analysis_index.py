@@ -11,15 +11,15 @@ import math
 import re
 from array import array
 from bisect import bisect_left
-from collections import defaultdict
 from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, eq, gt, is_not, lt, sub
+from operator import add, attrgetter, eq, ge, gt, lt, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import (Merged, intersection, union_of_arrays, union_of_columns,
                         union_of_times)
+from .launches import launch_table
 from .oprows import stable_order
-from .trace import LAUNCH_KINDS, Event, Trace, Window
+from .trace import Event, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
 _COMMUNICATION = re.compile(r"^nccl.*Kernel")
@@ -61,15 +61,17 @@ class TraceIndex:
 
     def _activities(self, trace: Trace) -> None:
         events = trace.gpu_activities
-        launches = list(map(trace.launches_by_correlation.get,
-                            map(attrgetter("correlation"), events)))
-        starts = list(map(attrgetter("ts"), events))
+        self.calls = calls = launch_table(trace)
+        launches = array("q", map(calls.row_of, map(attrgetter("correlation"), events)))
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
-        placed = [start if launch is None else launch.ts for start, launch in zip(starts, launches)]
+        placed = array("d", (event.ts if row < 0 else calls.ts[row]
+                             for event, row in zip(events, launches)))
         order, self.placed_times = stable_order(placed)
         del placed
         events = _take(events, order)
-        self.launches = _take(launches, order)  # the runtime/driver call, or None
+        # The row of each one's runtime/driver call in `calls`, -1 without one.
+        self.launches = array("q", map(launches.__getitem__, order))
+        del launches
         self.starts = list(map(attrgetter("ts"), events))
         self.durs = list(map(attrgetter("dur"), events))
         # New floats as arrays (8 bytes a value, not 32); the others share the events' objects.
@@ -92,7 +94,9 @@ class TraceIndex:
         gap, which clock rounding makes) counts negative, so that rounding jitter cancels out."""
         starts, ends = self.starts, self.ends
         # When the launch call of each activity began; -inf without one (never host wait).
-        launch_starts = [-math.inf if launch is None else launch.ts for launch in self.launches]
+        call_starts = self.calls.ts
+        launch_starts = array("d", (-math.inf if row < 0 else call_starts[row]
+                                    for row in self.launches))
         by_stream = _rows_by(zip(self.device_of, self.stream_of))  # in placing order
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
         times, codes, durs, keys = [], [], array("d"), []
@@ -101,7 +105,7 @@ class TraceIndex:
             previous, current = on_stream[:-1], on_stream[1:]
             previous_ends = array("d", map(ends.__getitem__, previous))
             gaps = array("d", map(sub, _take(starts, current), previous_ends))
-            host_wait = map(gt, _take(launch_starts, current), previous_ends)
+            host_wait = map(gt, map(launch_starts.__getitem__, current), previous_ends)
             kernel_wait = map(lt, gaps, repeat(KERNEL_WAIT_US))
             base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
             codes += [base if host else base + 1 if kernel else base + 2
@@ -126,20 +130,21 @@ class TraceIndex:
         n = len(self.starts)
         self.idle_host_wait, self.idle_queued, self.idle_other = (array("d", bytes(8 * n))
                                                                   for _ in range(3))
+        call_starts, call_durs = self.calls.ts, self.calls.dur
         for members in _rows_by(self.device_of).values():
             members = _by_start(members, self.starts)
             starts, ends = _take(self.starts, members), array("d", map(self.ends.__getitem__, members))
             first_launch = self.launches[members[0]]
-            origin = starts[0] if first_launch is None else min(first_launch.ts, starts[0])
+            origin = starts[0] if first_launch < 0 else min(call_starts[first_launch], starts[0])
             # Where the GPU's earlier work ended: the running maximum of the ends before each one.
             frontier = array("d", accumulate(ends[:-1], max, initial=origin))
             idle = array("d", map(max, map(sub, starts, frontier), repeat(0.0)))
             for i, gap, free_at in compress(zip(members, idle, frontier), idle):
                 launch = self.launches[i]
-                if launch is None:
+                if launch < 0:
                     self.idle_other[i] = gap
                     continue
-                host = min(max(launch.ts + launch.dur - free_at, 0.0), gap)
+                host = min(max(call_starts[launch] + call_durs[launch] - free_at, 0.0), gap)
                 self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
         self.idle = array("d", map(add, map(add, self.idle_host_wait, self.idle_queued),
                                    self.idle_other))
@@ -148,18 +153,19 @@ class TraceIndex:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
         starts many; only the first one's delay is the launch's). Activities are placed at their
         call's start: taken in order, the calls come in order of start."""
-        launches, starts = self.launches, self.starts
-        launched = list(compress(range(len(launches)), map(is_not, launches, repeat(None))))
-        ids = dict.fromkeys(map(id, _take(launches, launched)))  # each call once, in order
+        launches, starts, table = self.launches, self.starts, self.calls
+        launched = array("q", compress(range(len(launches)), map(ge, launches, repeat(0))))
+        ids = dict.fromkeys(map(launches.__getitem__, launched))  # each call once, in order
         matched = launched
         if len(ids) < len(launched):  # calls that started several activities
             by_start = sorted(launched, key=starts.__getitem__)[::-1]
-            earliest = dict(zip(map(id, _take(launches, by_start)), by_start))  # first one wins
+            earliest = dict(zip(map(launches.__getitem__, by_start), by_start))  # first one wins
             matched = list(map(earliest.__getitem__, ids))
-        calls = _take(launches, matched)
-        self.launch_times = list(map(attrgetter("ts"), calls))
-        self.call_durs = list(map(attrgetter("dur"), calls))
-        self.call_names = list(map(attrgetter("name"), calls))
+        del ids
+        calls = array("q", map(launches.__getitem__, matched))
+        self.launch_times = array("d", map(table.ts.__getitem__, calls))
+        self.call_durs = array("d", map(table.dur.__getitem__, calls))
+        self.call_names = list(map(table.names.__getitem__, calls))
         self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
@@ -223,14 +229,8 @@ def _host_work(trace: Trace) -> tuple[array, array]:
 
 def _host_waits(trace: Trace) -> Merged:
     """The merged intervals of the launch-API calls that block until the GPU catches up."""
-    blocking: dict[str, bool] = {}
-    calls = []
-    for kind in sorted(LAUNCH_KINDS):
-        for event in trace.by_kind.get(kind, []):
-            is_wait = blocking.get(event.name)
-            if is_wait is None:
-                is_wait = blocking[event.name] = bool(_HOST_WAIT_CALL.search(event.name))
-            if is_wait:
-                calls.append(event)
-    starts = list(map(attrgetter("ts"), calls))
-    return union_of_times(starts, list(map(add, starts, map(attrgetter("dur"), calls))))
+    calls = launch_table(trace)
+    waiting = {name: bool(_HOST_WAIT_CALL.search(name)) for name in calls.names.values}
+    rows = list(compress(range(len(calls)), map(waiting.__getitem__, calls.names)))
+    starts = list(map(calls.ts.__getitem__, rows))
+    return union_of_times(starts, list(map(add, starts, map(calls.dur.__getitem__, rows))))

@@ -12,7 +12,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import and_, ge, is_not, lt, sub
+from operator import and_, ge, lt, sub
 
 from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH_APIS,
                              NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TOP_KERNELS, WIDEST_GAPS,
@@ -171,7 +171,7 @@ def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
     if cut is None:
         return _temporal_breakdown("whole trace", *columns)
     # Kept: launched before the cut, that is placed before it (an activity is placed at its launch).
-    kept = list(map(and_, map(is_not, index.launches, repeat(None)),
+    kept = list(map(and_, map(ge, index.launches, repeat(0)),
                     map(lt, index.placed_times, repeat(cut))))
     return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
                                "(HTA drops the last step)",

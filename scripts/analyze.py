@@ -25,7 +25,7 @@ if not __package__:  # run as a file path: import this folder as the package it 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = Path(__file__).resolve().parent.name  # noqa: A001 (relative imports need it)
 
-from .analysis import (TIMES_ONLY_KINDS, TraceFacts, facts, steady_step,  # noqa: E402
+from .analysis import (COLUMN_KINDS, TraceFacts, facts, steady_step,  # noqa: E402
                         summary_text)
 from .blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
 from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
@@ -204,7 +204,7 @@ def _load(path: TracePath, args: argparse.Namespace, full: bool) -> tuple[Trace,
     event, for a timeline or the blocks (the facts read some kinds only as times)."""
     # The ops' args in the same pass where the profiler's flags before the events ask for them.
     trace = load_trace(path, progress=_progress_printer(path),
-                       skip_kinds=frozenset() if full else TIMES_ONLY_KINDS, op_args=None)
+                       skip_kinds=frozenset() if full else COLUMN_KINDS, op_args=None)
     if path != STDIN and not trace.op_args and needs_op_args(trace):  # no flags: read again
         trace = None  # freed before the second reading
         trace = load_trace(path, keep_args=OP_ARG_KINDS)

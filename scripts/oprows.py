@@ -75,12 +75,16 @@ def _code_type(count: int) -> str:
 
 class OpColumns:
     """The skipped events of one kind, in file order, beside their times (`Skipped.ts`, `dur`):
-    names and (pid, tid) threads, and for CPU ops the args of OP_ARGS."""
+    names and (pid, tid) threads, for CPU ops the args of OP_ARGS, and for launch calls
+    (runtime, driver) their correlation ids."""
 
-    def __init__(self, with_args: bool):
+    def __init__(self, with_args: bool, with_correlations: bool = False):
         self.names = Coded()
         self.threads = Coded()  # of (pid, tid)
         self.with_args = with_args
+        # Correlation ids: ints in 64 bits, NO_ID without one; any other value in the dict.
+        self.correlations = array("q") if with_correlations else None
+        self.correlation_other: dict[int, object] = {}
         self.dims = Coded()  # arg_text of `Input Dims` ("" without one)
         self.types = Coded()
         self.has_dims = False  # whether any op has an `Input Dims` key
@@ -101,24 +105,29 @@ class OpColumns:
 
         self.names.reorder(order)
         self.threads.reorder(order)
+        if self.correlations is not None:
+            self.correlations = array("q", take(self.correlations))
+            self.correlation_other = _moved(self.correlation_other, order)
         if not self.with_args:
             return
         self.dims.reorder(order)
         self.types.reorder(order)
         self.sequence = array("q", take(self.sequence))
         self.forward = bytearray(take(self.forward))
-        if self.sequence_other:
-            moved = {row: new for new, row in enumerate(order) if row in self.sequence_other}
-            self.sequence_other = {new: self.sequence_other[row] for row, new in moved.items()}
+        self.sequence_other = _moved(self.sequence_other, order)
 
-    def add(self, names: list[str], pids: list, tids: list, args: list | None) -> None:
+    def add(self, names: list[str], pids: list, tids: list, args: list | None,
+            correlations: list | None = None) -> None:
         """Rows in file order; `args`: for each, a tuple of the OP_ARGS values (MISSING where
         absent; the lists as their JSON text (`str`, `bytes`, `msgspec.Raw`) or decoded), or
-        None."""
+        None; `correlations`: each one's correlation id (None without one)."""
         if not names:
             return
         self.names.extend(names)
         self.threads.extend(list(zip(pids, tids)))
+        if self.correlations is not None:
+            _add_ids(self.correlations, self.correlation_other,
+                     correlations or [None] * len(names))
         if not self.with_args:
             return
         if args is None or None in args:
@@ -154,6 +163,32 @@ class OpColumns:
             decoded = json.loads(value) if text else value
             found = self._texts[key] = arg_text(decoded)
         return found
+
+
+NO_ID = _NO_SEQUENCE  # in an id column (correlations): none, or one in the column's dict
+
+
+def _add_ids(column: array, other: dict, ids: list) -> None:
+    """Append ids (ints, None, or rarely any other value) to a column of 64-bit ints."""
+    given = [NO_ID if value is None else value for value in ids]
+    if set(map(type, given)) == {int} and min(given) >= NO_ID and max(given) < (1 << 63):
+        column += array("q", given)
+        return
+    for value in ids:
+        if type(value) is int and NO_ID < value < (1 << 63):
+            column.append(value)
+        else:
+            if value is not None:
+                other[len(column)] = value
+            column.append(NO_ID)
+
+
+def _moved(other: dict[int, object], order) -> dict[int, object]:
+    """A dict by row number, after the rows were put in `order`."""
+    if not other:
+        return other
+    moved = {row: new for new, row in enumerate(order) if row in other}
+    return {new: other[row] for row, new in moved.items()}
 
 
 def op_values(args: dict) -> tuple | None:

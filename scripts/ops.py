@@ -37,6 +37,7 @@ from itertools import compress, repeat
 from operator import and_, is_, not_, sub
 
 from .analysis import rounded, short_name
+from .launches import launch_table
 from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
 from .trace import Event, Trace, Window
 TOP_SHAPES = 15
@@ -428,13 +429,12 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
 def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Window,
                   top: int) -> list[SourceLine]:
     items = _Items()
-    threads: dict[tuple, tuple] = {}  # one tuple for each thread
+    calls = launch_table(trace)  # the launch calls, as columns
     for activity in trace.gpu_activities:
-        launch = trace.launch_of(activity)
-        if launch is not None and window.start <= launch.ts < window.end:
-            thread = launch.pid, launch.tid
-            items.add(activity.name, activity.kind, activity.dur,
-                      threads.setdefault(thread, thread), launch.ts)
+        row = calls.row_of(activity.correlation)
+        if row >= 0 and window.start <= calls.ts[row] < window.end:
+            items.add(activity.name, activity.kind, activity.dur, calls.threads[row],
+                      calls.ts[row])
     if not items and not trace.gpu_activities and ops is not None:
         own = _self_times(ops.ts, ops.end, ops.dur, ops.threads)
         for name, mine, thread, ts in zip(ops.names, own, ops.threads, ops.ts):
@@ -489,7 +489,7 @@ class _Items:
         self.kinds: list[str] = []
         self.times: list[float] = []
         self.threads: list[tuple] = []
-        self.ts: list[float] = []
+        self.ts = array("d")  # the calls' starts, read from columns: not float objects
 
     def add(self, name: str, kind: str, time: float, thread: tuple, ts: float) -> None:
         self.names.append(name)

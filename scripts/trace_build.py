@@ -15,8 +15,9 @@ from pathlib import Path
 from .columns import int_args
 from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, trace_order
 from .parse import TraceError, read_trace
-from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, KEPT_ARGS, KIND_BY_CATEGORY, PROFILER_FLAGS,
-                          Event, Instant, Skipped, Trace, _in_trace_order, _kind, paused_gc)
+from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, KEPT_ARGS, KIND_BY_CATEGORY, LAUNCH_KINDS,
+                          PROFILER_FLAGS, Event, Instant, Skipped, Trace, _in_trace_order, _kind,
+                          paused_gc)
 
 
 def _number(value, default=0.0) -> float:
@@ -41,7 +42,9 @@ class _Builder:
         self.kept_args = KEPT_ARGS
         self.raw_args: tuple[str, ...] = ()  # args whose JSON text the compiled path gives
         self.absent = MISSING  # what it gives for an arg an event lacks
-        self.columns_of: frozenset = frozenset()  # skipped kinds kept as OpColumns
+        # Skipped kinds kept as OpColumns: launch calls with their correlation ids (what the
+        # facts read of them), and with op_args the ops' and frames' args.
+        self.columns_of: frozenset = LAUNCH_KINDS & self.skip_kinds
         self._times_only()
         self.op_args = op_args
         if op_args:
@@ -76,7 +79,7 @@ class _Builder:
     def _keep_op_args(self) -> None:
         """What scripts.ops reads of CPU ops and Python frames: columns of the skipped ones, all
         args of the others (as `keep_args`)."""
-        self.columns_of = OP_ARG_KINDS & self.skip_kinds
+        self.columns_of |= OP_ARG_KINDS & self.skip_kinds
         self.keep_args |= OP_ARG_KINDS - self.skip_kinds
         if "cpu_op" in self.columns_of:
             self.kept_args = KEPT_ARGS + OP_ARGS[:2]
@@ -99,7 +102,8 @@ class _Builder:
                 self._commit_skipped([(kind, [ts], [max(_number(raw.get("dur")), 0.0)])])
                 if kind in self.columns_of:
                     self._commit_columns(kind, [self._intern(name)], [raw.get("pid", 0)],
-                                         [raw.get("tid", 0)], [op_values(raw.get("args"))])
+                                         [raw.get("tid", 0)], [op_values(raw.get("args"))],
+                                         [_kept_args(raw.get("args")).get("correlation")])
                 return
             correlation, args = None, _NO_ARGS
             if kind in self.keep_args:
@@ -167,7 +171,7 @@ class _Builder:
         kinds = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        unread = _ARGLESS_KINDS | self.skip_kinds
+        unread = _ARGLESS_KINDS | (self.skip_kinds - LAUNCH_KINDS)
         where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
                  if found is not None and kind not in unread]
         if where:
@@ -199,16 +203,18 @@ class _Builder:
             for kind in self.columns_of.intersection(kinds):
                 rows = list(map(kind.__eq__, kinds))
                 self._commit_columns(kind, *(list(compress(columns[i], rows)) for i in (0, 5, 6)),
-                                     list(compress(op_args, rows)) if op_args else None)
+                                     list(compress(op_args, rows)) if op_args else None,
+                                     list(compress(columns[8], rows)))
             columns = [list(compress(column, keep)) for column in columns]
         self.events.extend(map(Event, *columns))
 
     def _commit_columns(self, kind: str, names: list, pids: list, tids: list,
-                        args: list | None) -> None:
+                        args: list | None, correlations: list) -> None:
         found = self.columns.get(kind)
         if found is None:
-            found = self.columns[kind] = OpColumns(with_args=kind == "cpu_op")
-        found.add(names, pids, tids, args)
+            found = self.columns[kind] = OpColumns(with_args=kind == "cpu_op",
+                                                   with_correlations=kind in LAUNCH_KINDS)
+        found.add(names, pids, tids, args, correlations)
 
     def add_times(self, cats: list[str], starts: list[float], durations: list[float]) -> None:
         """Complete events of `times_only_cats`, as columns."""

@@ -1,0 +1,79 @@
+"""The launch calls as columns (scripts/launches.py), held against the Events they replace in the
+analyzer's one pass: the same call for every activity, from Events or from the columns that
+loading keeps of skipped launch kinds, on committed traces and on random ones."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from scripts.analysis import COLUMN_KINDS, facts
+from scripts.launches import launch_table
+from scripts.trace import LAUNCH_KINDS, build_trace, load_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = sorted((ROOT / "traces").rglob("*.json.gz"))
+
+
+def calls_of(trace, activities) -> list:
+    """(start, duration, name, thread) of each activity's launch call, by the table."""
+    table = launch_table(trace)
+    rows = [table.row_of(a.correlation) for a in activities]
+    return [None if row < 0 else (table.ts[row], table.dur[row], table.names[row],
+                                  table.threads[row]) for row in rows]
+
+
+def events_of(trace, activities) -> list:
+    """The same, by the Events (`Trace.launch_of`)."""
+    calls = map(trace.launch_of, activities)
+    return [None if c is None else (c.ts, c.dur, c.name, (c.pid, c.tid)) for c in calls]
+
+
+@pytest.mark.parametrize("path", [TRACES[0], TRACES[len(TRACES) // 2], TRACES[-1]],
+                         ids=lambda p: p.name)
+def test_committed_traces_launch_calls_from_columns_and_events(path):
+    full = load_trace(path)
+    lean = load_trace(path, skip_kinds=COLUMN_KINDS)
+    assert set(LAUNCH_KINDS) & set(lean.skipped) and not set(LAUNCH_KINDS) & set(lean.by_kind)
+    expected = events_of(full, full.gpu_activities)
+    assert any(expected)
+    assert calls_of(full, full.gpu_activities) == expected
+    assert calls_of(lean, lean.gpu_activities) == expected
+    assert facts(lean) == facts(full)
+
+
+def random_trace(rng: random.Random) -> dict:
+    """Launch calls and kernels whose correlation ids repeat, are missing, or are too large for
+    64 bits or for a float, in shuffled order and key order (some read by json, one by one)."""
+    ids = [rng.randint(0, 6) for _ in range(4)] + [2 ** 60 + 1, 2 ** 70, 2 ** 53 + 1]
+    events = []
+    for _ in range(rng.randint(0, 40)):
+        cat = rng.choice(["cuda_runtime", "cuda_driver", "kernel"])
+        args = {} if rng.random() < 0.2 else {"correlation": rng.choice(ids)}
+        if rng.random() < 0.3:
+            args["stream"] = 7
+        event = {"ph": "X", "cat": cat, "name": rng.choice(["cudaLaunchKernel", "cuLaunch", "k"]),
+                 "pid": rng.choice([1, 2]), "tid": rng.choice([1, 3]),
+                 "ts": float(rng.randint(0, 30)), "dur": float(rng.randint(0, 4)), "args": args}
+        if rng.random() < 0.2:
+            event = dict(sorted(event.items()))  # not Kineto's key order
+        events.append(event)
+    return {"traceEvents": events}
+
+
+def test_random_launch_calls_from_columns_and_events(tmp_path):
+    rng = random.Random(5)
+    for trial in range(150):
+        data = random_trace(rng)
+        path = tmp_path / f"t{trial}.json"
+        path.write_text(json.dumps(data))
+        full = build_trace(data)
+        expected = events_of(full, full.kernels)
+        assert calls_of(full, full.kernels) == expected
+        if not full.events:
+            continue
+        lean = load_trace(path, skip_kinds=LAUNCH_KINDS)
+        assert calls_of(lean, lean.kernels) == expected
