@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .trace import LAUNCH_KINDS
+from .trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS
 
 # HTA's `consecutive_kernel_delay` default: a gap shorter than this between two activities on a
 # stream, not caused by the host, is the GPU's own launch latency ("kernel wait"). HTA's docstring
@@ -35,10 +35,11 @@ HOST_WORK_KINDS = frozenset({"cpu_op"}) | LAUNCH_KINDS
 # frames of with_stack=True): `load_trace(path, skip_kinds=TIMES_ONLY_KINDS)` gives the same
 # facts, faster.
 TIMES_ONLY_KINDS = frozenset({"cpu_op", "python"})
-# With them, the launch calls, which loading keeps as columns where it skips them (times, names,
-# threads, correlation ids: all the facts read, scripts/launches.py): `load_trace(path,
-# skip_kinds=COLUMN_KINDS)` gives the same facts, in a fraction of the memory.
-COLUMN_KINDS = TIMES_ONLY_KINDS | LAUNCH_KINDS
+# With them, the launch calls and the GPU activities, which loading keeps as columns where it
+# skips them (times, names, threads, correlation ids, devices and streams: all the facts read,
+# scripts/launches.py): `load_trace(path, skip_kinds=COLUMN_KINDS)` gives the same facts, in a
+# fraction of the memory.
+COLUMN_KINDS = TIMES_ONLY_KINDS | LAUNCH_KINDS | GPU_ACTIVITY_KINDS
 
 NO_GPU = "no GPU activity"
 

@@ -12,14 +12,14 @@ import re
 from array import array
 from bisect import bisect_left
 from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, eq, ge, gt, lt, sub
+from operator import add, eq, ge, gt, lt, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import (Merged, intersection, union_of_arrays, union_of_columns,
                         union_of_times)
-from .launches import launch_table
+from .launches import activity_table, launch_table
 from .oprows import stable_order
-from .trace import Event, Trace, Window
+from .trace import Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
 _COMMUNICATION = re.compile(r"^nccl.*Kernel")
@@ -60,28 +60,28 @@ class TraceIndex:
         self.host_wait = intersection(self.host_work, _host_waits(trace))
 
     def _activities(self, trace: Trace) -> None:
-        events = trace.gpu_activities
+        activities = activity_table(trace)
         self.calls = calls = launch_table(trace)
-        launches = array("q", map(calls.row_of, map(attrgetter("correlation"), events)))
+        launches = activities.launch_rows(calls)
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
-        placed = array("d", (event.ts if row < 0 else calls.ts[row]
-                             for event, row in zip(events, launches)))
+        placed = array("d", (start if row < 0 else calls.ts[row]
+                             for start, row in zip(activities.ts, launches)))
         order, self.placed_times = stable_order(placed)
         del placed
-        events = _take(events, order)
         # The row of each one's runtime/driver call in `calls`, -1 without one.
         self.launches = array("q", map(launches.__getitem__, order))
         del launches
-        self.starts = list(map(attrgetter("ts"), events))
-        self.durs = list(map(attrgetter("dur"), events))
-        # New floats as arrays (8 bytes a value, not 32); the others share the events' objects.
+        # Floats in arrays (8 bytes a value, not a float object's 32); the others are lists of
+        # shared objects (names, kinds, ids).
+        self.starts = array("d", map(activities.ts.__getitem__, order))
+        self.durs = array("d", map(activities.dur.__getitem__, order))
         self.ends = array("d", map(add, self.starts, self.durs))
-        self.names = list(map(attrgetter("name"), events))
-        self.event_kinds = list(map(attrgetter("kind"), events))  # kernel / memcpy / memset
+        self.names = _take(activities.names, order)
+        self.event_kinds = _take(activities.kinds, order)  # kernel / memcpy / memset
         kinds = {pair: kernel_kind(*pair) for pair in set(zip(self.names, self.event_kinds))}
         self.kinds = list(map(kinds.__getitem__, zip(self.names, self.event_kinds)))  # compute / ...
-        self.device_of = _arg_or(events, "device", "pid")
-        self.stream_of = _arg_or(events, "stream", "tid")
+        self.device_of = _take(activities.device_of, order)
+        self.stream_of = _take(activities.stream_of, order)
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
             device: union_of_arrays(*where(self.device_of, device, self.starts, self.ends))
@@ -174,15 +174,6 @@ class TraceIndex:
         """The activities placed in the window: [lo, hi) of the activity columns."""
         return (bisect_left(self.placed_times, window.start),
                 bisect_left(self.placed_times, window.end))
-
-
-def _arg_or(events: list, key: str, attribute: str) -> list:
-    """Each event's arg `key`, or its `attribute` where it has no such arg."""
-    values = list(map(Event.arg, events, repeat(key)))
-    if None in values:
-        values = [getattr(event, attribute) if value is None else value
-                  for value, event in zip(values, events)]
-    return values
 
 
 def _take(column: list, indices: list[int]) -> list:

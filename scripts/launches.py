@@ -1,10 +1,12 @@
-"""The runtime and driver calls (the launch APIs) as columns: what the facts read of them, their
-start, duration, name and thread, and which call launched an activity (by correlation id).
+"""The runtime and driver calls (the launch APIs) and the GPU activities as columns: what the
+facts read of them. Of a call, its start, duration, name and thread, and which call launched an
+activity (by correlation id); of an activity, its start, duration, name, kind, correlation id,
+device and stream.
 
-`launch_table(trace)` makes them from the calls' Events, or where loading kept those kinds as
-columns (`load_trace(skip_kinds=LAUNCH_KINDS)`: the analyzer's one pass, for a trace has
-hundreds of thousands of calls) from the columns, in some 40 bytes a call where an Event takes
-some 200. Standard library only.
+`launch_table(trace)` and `activity_table(trace)` make them from the Events, or where loading
+kept those kinds as columns (`load_trace(skip_kinds=COLUMN_KINDS)`: the analyzer's one pass, for
+a trace has hundreds of thousands of each) from the columns, in some 40 bytes a row where an
+Event takes some 200. Standard library only.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from bisect import bisect_left
 from itertools import compress, islice, repeat
 from operator import attrgetter, ne
 
-from .oprows import NO_ID, Coded, _add_ids, stable_order
-from .trace_model import LAUNCH_KINDS, Trace
+from .oprows import NO_ID, Coded, _add_ids, stable_order, trace_order
+from .trace_model import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Trace
 
 _EXACT = 1 << 53  # ids ordered as floats (stable_order) only below this: exact there
 
@@ -87,4 +89,77 @@ def launch_table(trace: Trace) -> LaunchTable:
     found = trace.__dict__.get("_launch_table")
     if found is None:
         found = trace.__dict__["_launch_table"] = LaunchTable(trace)
+    return found
+
+
+class ActivityTable:
+    """The GPU activities in the order of `Trace.gpu_activities` (kinds in sorted order, put in
+    trace order together), as columns: `device_of` and `stream_of` are their `device` and
+    `stream` args, else their pid and tid (as the facts read them)."""
+
+    def __init__(self, trace: Trace):
+        self.ts, self.dur = array("d"), array("d")
+        self.names, self.kinds = Coded(), Coded()
+        self.device_of, self.stream_of = Coded(), Coded()
+        self.ids, self.other = array("q"), {}  # correlation ids (see OpColumns.correlations)
+        for kind in sorted(GPU_ACTIVITY_KINDS):
+            skipped = trace.skipped.get(kind)
+            if skipped is not None:
+                columns = skipped.columns  # with ids and streams (scripts.analysis checks)
+                threads = list(columns.threads)
+                devices, streams = list(columns.devices), list(columns.streams)
+                self._add(skipped.ts, skipped.dur, list(columns.names), kind,
+                          [pid if device is None else device
+                           for device, (pid, _) in zip(devices, threads)],
+                          [tid if stream is None else stream
+                           for stream, (_, tid) in zip(streams, threads)],
+                          columns.correlations, columns.correlation_other)
+            else:
+                events = trace.by_kind.get(kind, [])
+                ids, other = array("q"), {}
+                _add_ids(ids, other, list(map(attrgetter("correlation"), events)))
+                self._add(array("d", map(attrgetter("ts"), events)),
+                          array("d", map(attrgetter("dur"), events)),
+                          list(map(attrgetter("name"), events)), kind,
+                          [e.pid if e.arg("device") is None else e.arg("device") for e in events],
+                          [e.tid if e.arg("stream") is None else e.arg("stream") for e in events],
+                          ids, other)
+        if len(self.kinds.values) > 1:  # kinds together, as Trace.of_kinds: in trace order
+            self._reorder(trace_order(self.ts, self.dur))
+
+    def _add(self, ts, dur, names, kind, devices, streams, ids, other) -> None:
+        self.other.update({len(self.ids) + row: value for row, value in other.items()})
+        self.ids += ids
+        self.ts += ts
+        self.dur += dur
+        self.names.extend(names)
+        self.kinds.extend([kind] * len(names))
+        self.device_of.extend(devices)
+        self.stream_of.extend(streams)
+
+    def _reorder(self, order) -> None:
+        self.ts = array("d", map(self.ts.__getitem__, order))
+        self.dur = array("d", map(self.dur.__getitem__, order))
+        self.ids = array("q", map(self.ids.__getitem__, order))
+        if self.other:
+            moved = {row: new for new, row in enumerate(order) if row in self.other}
+            self.other = {new: self.other[row] for row, new in moved.items()}
+        for column in (self.names, self.kinds, self.device_of, self.stream_of):
+            column.reorder(order)
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def launch_rows(self, calls: LaunchTable) -> array:
+        """The row in `calls` of each activity's launch call, -1 without one."""
+        other = self.other
+        return array("q", (calls.row_of(other.get(row) if value == NO_ID else value)
+                           for row, value in enumerate(self.ids)))
+
+
+def activity_table(trace: Trace) -> ActivityTable:
+    """The trace's GPU activities as columns, made once."""
+    found = trace.__dict__.get("_activity_table")
+    if found is None:
+        found = trace.__dict__["_activity_table"] = ActivityTable(trace)
     return found

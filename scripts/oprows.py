@@ -75,16 +75,20 @@ def _code_type(count: int) -> str:
 
 class OpColumns:
     """The skipped events of one kind, in file order, beside their times (`Skipped.ts`, `dur`):
-    names and (pid, tid) threads, for CPU ops the args of OP_ARGS, and for launch calls
-    (runtime, driver) their correlation ids."""
+    names and (pid, tid) threads, for CPU ops the args of OP_ARGS, for launch calls (runtime,
+    driver) and GPU activities their correlation ids, and for GPU activities their `device` and
+    `stream` args."""
 
-    def __init__(self, with_args: bool, with_correlations: bool = False):
+    def __init__(self, with_args: bool, with_correlations: bool = False,
+                 with_streams: bool = False):
         self.names = Coded()
         self.threads = Coded()  # of (pid, tid)
         self.with_args = with_args
         # Correlation ids: ints in 64 bits, NO_ID without one; any other value in the dict.
         self.correlations = array("q") if with_correlations else None
         self.correlation_other: dict[int, object] = {}
+        # The `device` and `stream` args (None without one).
+        self.devices, self.streams = (Coded(), Coded()) if with_streams else (None, None)
         self.dims = Coded()  # arg_text of `Input Dims` ("" without one)
         self.types = Coded()
         self.has_dims = False  # whether any op has an `Input Dims` key
@@ -105,6 +109,9 @@ class OpColumns:
 
         self.names.reorder(order)
         self.threads.reorder(order)
+        if self.devices is not None:
+            self.devices.reorder(order)
+            self.streams.reorder(order)
         if self.correlations is not None:
             self.correlations = array("q", take(self.correlations))
             self.correlation_other = _moved(self.correlation_other, order)
@@ -117,14 +124,19 @@ class OpColumns:
         self.sequence_other = _moved(self.sequence_other, order)
 
     def add(self, names: list[str], pids: list, tids: list, args: list | None,
-            correlations: list | None = None) -> None:
+            correlations: list | None = None, others: list[dict] | None = None) -> None:
         """Rows in file order; `args`: for each, a tuple of the OP_ARGS values (MISSING where
         absent; the lists as their JSON text (`str`, `bytes`, `msgspec.Raw`) or decoded), or
-        None; `correlations`: each one's correlation id (None without one)."""
+        None; `correlations`: each one's correlation id (None without one); `others`: each
+        one's other kept args (the `device` and `stream` read)."""
         if not names:
             return
         self.names.extend(names)
         self.threads.extend(list(zip(pids, tids)))
+        if self.devices is not None:
+            others = others or [{}] * len(names)
+            self.devices.extend([found.get("device") for found in others])
+            self.streams.extend([found.get("stream") for found in others])
         if self.correlations is not None:
             _add_ids(self.correlations, self.correlation_other,
                      correlations or [None] * len(names))

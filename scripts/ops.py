@@ -37,7 +37,7 @@ from itertools import compress, repeat
 from operator import and_, is_, not_, sub
 
 from .analysis import rounded, short_name
-from .launches import launch_table
+from .launches import activity_table, launch_table
 from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
 from .trace import Event, Trace, Window
 TOP_SHAPES = 15
@@ -429,13 +429,12 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
 def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Window,
                   top: int) -> list[SourceLine]:
     items = _Items()
-    calls = launch_table(trace)  # the launch calls, as columns
-    for activity in trace.gpu_activities:
-        row = calls.row_of(activity.correlation)
+    calls, activities = launch_table(trace), activity_table(trace)  # as columns
+    for i, row in enumerate(activities.launch_rows(calls)):
         if row >= 0 and window.start <= calls.ts[row] < window.end:
-            items.add(activity.name, activity.kind, activity.dur, calls.threads[row],
-                      calls.ts[row])
-    if not items and not trace.gpu_activities and ops is not None:
+            items.add(activities.names[i], activities.kinds[i], activities.dur[i],
+                      calls.threads[row], calls.ts[row])
+    if not items and not activities and ops is not None:
         own = _self_times(ops.ts, ops.end, ops.dur, ops.threads)
         for name, mine, thread, ts in zip(ops.names, own, ops.threads, ops.ts):
             if window.start <= ts < window.end:
@@ -487,7 +486,7 @@ class _Items:
     def __init__(self):
         self.names: list[str] = []
         self.kinds: list[str] = []
-        self.times: list[float] = []
+        self.times = array("d")
         self.threads: list[tuple] = []
         self.ts = array("d")  # the calls' starts, read from columns: not float objects
 

@@ -15,9 +15,13 @@ from pathlib import Path
 from .columns import int_args
 from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, trace_order
 from .parse import TraceError, read_trace
-from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, KEPT_ARGS, KIND_BY_CATEGORY, LAUNCH_KINDS,
-                          PROFILER_FLAGS, Event, Instant, Skipped, Trace, _in_trace_order, _kind,
-                          paused_gc)
+from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, GPU_ACTIVITY_KINDS, KEPT_ARGS,
+                          KIND_BY_CATEGORY, LAUNCH_KINDS, PROFILER_FLAGS, Event, Instant, Skipped,
+                          Trace, _in_trace_order, _kind, paused_gc)
+
+# Kinds that, where skipped, are kept as columns with the ids of their kept args (what the facts
+# read of them: scripts/launches.py).
+_ID_KINDS = LAUNCH_KINDS | GPU_ACTIVITY_KINDS
 
 
 def _number(value, default=0.0) -> float:
@@ -44,7 +48,7 @@ class _Builder:
         self.absent = MISSING  # what it gives for an arg an event lacks
         # Skipped kinds kept as OpColumns: launch calls with their correlation ids (what the
         # facts read of them), and with op_args the ops' and frames' args.
-        self.columns_of: frozenset = LAUNCH_KINDS & self.skip_kinds
+        self.columns_of: frozenset = _ID_KINDS & self.skip_kinds
         self._times_only()
         self.op_args = op_args
         if op_args:
@@ -101,9 +105,10 @@ class _Builder:
             if kind in self.skip_kinds:
                 self._commit_skipped([(kind, [ts], [max(_number(raw.get("dur")), 0.0)])])
                 if kind in self.columns_of:
+                    kept = _kept_args(raw.get("args"))
                     self._commit_columns(kind, [self._intern(name)], [raw.get("pid", 0)],
                                          [raw.get("tid", 0)], [op_values(raw.get("args"))],
-                                         [_kept_args(raw.get("args")).get("correlation")])
+                                         [kept.get("correlation")], [kept])
                 return
             correlation, args = None, _NO_ARGS
             if kind in self.keep_args:
@@ -171,7 +176,7 @@ class _Builder:
         kinds = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        unread = _ARGLESS_KINDS | (self.skip_kinds - LAUNCH_KINDS)
+        unread = _ARGLESS_KINDS | (self.skip_kinds - _ID_KINDS)
         where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
                  if found is not None and kind not in unread]
         if where:
@@ -204,17 +209,18 @@ class _Builder:
                 rows = list(map(kind.__eq__, kinds))
                 self._commit_columns(kind, *(list(compress(columns[i], rows)) for i in (0, 5, 6)),
                                      list(compress(op_args, rows)) if op_args else None,
-                                     list(compress(columns[8], rows)))
+                                     *(list(compress(columns[i], rows)) for i in (8, 7)))
             columns = [list(compress(column, keep)) for column in columns]
         self.events.extend(map(Event, *columns))
 
     def _commit_columns(self, kind: str, names: list, pids: list, tids: list,
-                        args: list | None, correlations: list) -> None:
+                        args: list | None, correlations: list, others: list[dict]) -> None:
         found = self.columns.get(kind)
         if found is None:
-            found = self.columns[kind] = OpColumns(with_args=kind == "cpu_op",
-                                                   with_correlations=kind in LAUNCH_KINDS)
-        found.add(names, pids, tids, args, correlations)
+            found = self.columns[kind] = OpColumns(
+                with_args=kind == "cpu_op", with_correlations=kind in _ID_KINDS,
+                with_streams=kind in GPU_ACTIVITY_KINDS)
+        found.add(names, pids, tids, args, correlations, others)
 
     def add_times(self, cats: list[str], starts: list[float], durations: list[float]) -> None:
         """Complete events of `times_only_cats`, as columns."""

@@ -249,7 +249,8 @@ class Trace:
 
     @property
     def has_gpu_activity(self) -> bool:
-        return bool(self.gpu_activities)
+        return bool(self.gpu_activities) or any(
+            len(self.skipped.get(kind, ())) for kind in GPU_ACTIVITY_KINDS)
 
     @property
     def rank(self) -> int | None:

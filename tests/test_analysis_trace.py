@@ -271,8 +271,11 @@ def test_facts_of_a_lean_load_are_those_of_a_full_load(tmp_path, path):
 
 def test_facts_refuse_a_load_that_skipped_what_they_read(tmp_path):
     path = write_trace(synth_trace(SYNTH_SPECS["cuda"]), tmp_path / "t.json.gz")
-    with pytest.raises(ValueError, match="kernel"):
-        facts(load_trace(path, skip_kinds={"kernel", "python"}))
+    with pytest.raises(ValueError, match="annotation"):
+        facts(load_trace(path, skip_kinds={"annotation", "python"}))
+    # GPU activities and launch calls skipped are kept as the columns the facts read.
+    assert facts(load_trace(path, skip_kinds={"kernel", "runtime", "python"})) == \
+        facts(load_trace(path))
 
 
 def test_args_holding_an_object_are_read_by_json(tmp_path, small_chunks):

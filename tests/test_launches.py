@@ -1,6 +1,7 @@
-"""The launch calls as columns (scripts/launches.py), held against the Events they replace in the
-analyzer's one pass: the same call for every activity, from Events or from the columns that
-loading keeps of skipped launch kinds, on committed traces and on random ones."""
+"""The launch calls and GPU activities as columns (scripts/launches.py), held against the Events
+they replace in the analyzer's one pass: the same activities and the same call for each, from
+Events or from the columns that loading keeps of those kinds where it skips them, on committed
+traces and on random ones."""
 
 from __future__ import annotations
 
@@ -11,25 +12,35 @@ from pathlib import Path
 import pytest
 
 from scripts.analysis import COLUMN_KINDS, facts
-from scripts.launches import launch_table
+from scripts.launches import activity_table, launch_table
 from scripts.trace import LAUNCH_KINDS, build_trace, load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "traces").rglob("*.json.gz"))
 
 
-def calls_of(trace, activities) -> list:
-    """(start, duration, name, thread) of each activity's launch call, by the table."""
+def calls_of(trace) -> list:
+    """(start, duration, name, thread) of each activity's launch call, by the tables."""
     table = launch_table(trace)
-    rows = [table.row_of(a.correlation) for a in activities]
+    rows = activity_table(trace).launch_rows(table)
     return [None if row < 0 else (table.ts[row], table.dur[row], table.names[row],
                                   table.threads[row]) for row in rows]
 
 
-def events_of(trace, activities) -> list:
-    """The same, by the Events (`Trace.launch_of`)."""
+def activities_of(trace) -> list:
+    table = activity_table(trace)
+    return list(zip(table.ts, table.dur, table.names, table.kinds, table.device_of,
+                    table.stream_of))
+
+
+def events_of(trace) -> tuple[list, list]:
+    """The same, by the Events (`Trace.gpu_activities`, `Trace.launch_of`): the activities, as
+    the facts read them (their device and stream args, else their pid and tid), and the calls."""
+    activities = trace.gpu_activities
     calls = map(trace.launch_of, activities)
-    return [None if c is None else (c.ts, c.dur, c.name, (c.pid, c.tid)) for c in calls]
+    return ([(e.ts, e.dur, e.name, e.kind, e.pid if e.arg("device") is None else e.arg("device"),
+              e.tid if e.arg("stream") is None else e.arg("stream")) for e in activities],
+            [None if c is None else (c.ts, c.dur, c.name, (c.pid, c.tid)) for c in calls])
 
 
 @pytest.mark.parametrize("path", [TRACES[0], TRACES[len(TRACES) // 2], TRACES[-1]],
@@ -38,10 +49,11 @@ def test_committed_traces_launch_calls_from_columns_and_events(path):
     full = load_trace(path)
     lean = load_trace(path, skip_kinds=COLUMN_KINDS)
     assert set(LAUNCH_KINDS) & set(lean.skipped) and not set(LAUNCH_KINDS) & set(lean.by_kind)
-    expected = events_of(full, full.gpu_activities)
-    assert any(expected)
-    assert calls_of(full, full.gpu_activities) == expected
-    assert calls_of(lean, lean.gpu_activities) == expected
+    assert not lean.gpu_activities and lean.has_gpu_activity
+    activities, calls = events_of(full)
+    assert any(calls)
+    for trace in (full, lean):
+        assert activities_of(trace) == activities and calls_of(trace) == calls
     assert facts(lean) == facts(full)
 
 
@@ -51,10 +63,11 @@ def random_trace(rng: random.Random) -> dict:
     ids = [rng.randint(0, 6) for _ in range(4)] + [2 ** 60 + 1, 2 ** 70, 2 ** 53 + 1]
     events = []
     for _ in range(rng.randint(0, 40)):
-        cat = rng.choice(["cuda_runtime", "cuda_driver", "kernel"])
+        cat = rng.choice(["cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset"])
         args = {} if rng.random() < 0.2 else {"correlation": rng.choice(ids)}
-        if rng.random() < 0.3:
-            args["stream"] = 7
+        for key in ("stream", "device"):
+            if rng.random() < 0.3:
+                args[key] = rng.randint(0, 2)
         event = {"ph": "X", "cat": cat, "name": rng.choice(["cudaLaunchKernel", "cuLaunch", "k"]),
                  "pid": rng.choice([1, 2]), "tid": rng.choice([1, 3]),
                  "ts": float(rng.randint(0, 30)), "dur": float(rng.randint(0, 4)), "args": args}
@@ -71,9 +84,10 @@ def test_random_launch_calls_from_columns_and_events(tmp_path):
         path = tmp_path / f"t{trial}.json"
         path.write_text(json.dumps(data))
         full = build_trace(data)
-        expected = events_of(full, full.kernels)
-        assert calls_of(full, full.kernels) == expected
+        expected = events_of(full)
+        assert (activities_of(full), calls_of(full)) == expected
         if not full.events:
             continue
-        lean = load_trace(path, skip_kinds=LAUNCH_KINDS)
-        assert calls_of(lean, lean.kernels) == expected
+        for skipped in (LAUNCH_KINDS, COLUMN_KINDS):
+            lean = load_trace(path, skip_kinds=skipped)
+            assert (activities_of(lean), calls_of(lean)) == expected
