@@ -18,7 +18,7 @@ from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import (Merged, intersection, union_of_arrays, union_of_columns,
                         union_of_times)
 from .launches import activity_table, launch_table
-from .oprows import stable_order
+from .oprows import Coded, stable_order
 from .trace import Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -76,12 +76,14 @@ class TraceIndex:
         self.starts = array("d", map(activities.ts.__getitem__, order))
         self.durs = array("d", map(activities.dur.__getitem__, order))
         self.ends = array("d", map(add, self.starts, self.durs))
-        self.names = _take(activities.names, order)
-        self.event_kinds = _take(activities.kinds, order)  # kernel / memcpy / memset
+        # Names, kinds, devices and streams as codes (Coded): a byte or two each.
+        self.names = activities.names.take(order)
+        self.event_kinds = activities.kinds.take(order)  # kernel / memcpy / memset
         kinds = {pair: kernel_kind(*pair) for pair in set(zip(self.names, self.event_kinds))}
-        self.kinds = list(map(kinds.__getitem__, zip(self.names, self.event_kinds)))  # compute / ...
-        self.device_of = _take(activities.device_of, order)
-        self.stream_of = _take(activities.stream_of, order)
+        self.kinds = Coded()  # compute / communication / memory / other
+        self.kinds.extend(list(map(kinds.__getitem__, zip(self.names, self.event_kinds))))
+        self.device_of = activities.device_of.take(order)
+        self.stream_of = activities.stream_of.take(order)
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
             device: union_of_arrays(*where(self.device_of, device, self.starts, self.ends))
@@ -99,7 +101,7 @@ class TraceIndex:
                                     for row in self.launches))
         by_stream = _rows_by(zip(self.device_of, self.stream_of))  # in placing order
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
-        times, codes, durs, keys = [], [], array("d"), []
+        times, codes, durs, keys = array("d"), array("i"), array("d"), Coded()
         for key, on_stream in by_stream.items():
             on_stream = _by_start(on_stream, starts)
             previous, current = on_stream[:-1], on_stream[1:]
@@ -108,15 +110,15 @@ class TraceIndex:
             host_wait = map(gt, map(launch_starts.__getitem__, current), previous_ends)
             kernel_wait = map(lt, gaps, repeat(KERNEL_WAIT_US))
             base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
-            codes += [base if host else base + 1 if kernel else base + 2
-                      for host, kernel in zip(host_wait, kernel_wait)]
-            times += _take(self.placed_times, current)
+            codes.extend(base if host else base + 1 if kernel else base + 2
+                         for host, kernel in zip(host_wait, kernel_wait))
+            times += array("d", map(self.placed_times.__getitem__, current))
             durs += gaps
-            keys += [key] * len(gaps)
+            keys.extend([key] * len(gaps))
         order, self.gap_times = stable_order(times)
         del times
-        self.gap_codes = _take(codes, order)
-        self.gap_durs, self.gap_keys = array("d", map(durs.__getitem__, order)), _take(keys, order)
+        self.gap_codes = array("i", map(codes.__getitem__, order))
+        self.gap_durs, self.gap_keys = array("d", map(durs.__getitem__, order)), keys.take(order)
 
     def _idle_before(self) -> None:
         """The GPU's idle time right before each activity, by cause (`idle_host_wait`,
@@ -165,7 +167,7 @@ class TraceIndex:
         calls = array("q", map(launches.__getitem__, matched))
         self.launch_times = array("d", map(table.ts.__getitem__, calls))
         self.call_durs = array("d", map(table.dur.__getitem__, calls))
-        self.call_names = list(map(table.names.__getitem__, calls))
+        self.call_names = table.names.take(calls)
         self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
@@ -201,7 +203,15 @@ def where(keys: list, key, *columns: list) -> list[list]:
     """The columns' values in the rows whose key is `key`."""
     if all(map(eq, keys, repeat(key))):
         return list(columns)
-    return [list(compress(column, map(eq, keys, repeat(key)))) for column in columns]
+    chosen = bytes(map(eq, keys, repeat(key)))
+    return [kept(column, chosen) for column in columns]
+
+
+def kept(column, chosen):
+    """The values of a column where `chosen`: an array's in an array (no float objects made)."""
+    if isinstance(column, array):
+        return array(column.typecode, compress(column, chosen))
+    return list(compress(column, chosen))
 
 
 def _host_work(trace: Trace) -> tuple[array, array]:

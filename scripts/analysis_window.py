@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import repeat
 from operator import and_, ge, lt, sub
 
 from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH_APIS,
                              NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TOP_KERNELS, WIDEST_GAPS,
                              Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle,
                              TemporalBreakdown, Verdict, WindowFacts)
-from .analysis_index import GAP_CATEGORIES, TraceIndex, where
+from .analysis_index import GAP_CATEGORIES, TraceIndex, kept, where
 from .analysis_text import _ms
 from .intervals import Merged, covered, union_of_arrays
 from .trace import Trace, Window
@@ -171,18 +170,11 @@ def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
     if cut is None:
         return _temporal_breakdown("whole trace", *columns)
     # Kept: launched before the cut, that is placed before it (an activity is placed at its launch).
-    kept = list(map(and_, map(ge, index.launches, repeat(0)),
-                    map(lt, index.placed_times, repeat(cut))))
+    chosen = bytes(map(and_, map(ge, index.launches, repeat(0)),
+                       map(lt, index.placed_times, repeat(cut))))
     return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
                                "(HTA drops the last step)",
-                               *(_kept(column, kept) for column in columns))
-
-
-def _kept(column, kept: list[bool]):
-    """The values of a column where `kept`: an array's in an array (no float objects made)."""
-    if isinstance(column, array):
-        return array(column.typecode, compress(column, kept))
-    return list(compress(column, kept))
+                               *(kept(column, chosen) for column in columns))
 
 
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:

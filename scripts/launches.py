@@ -31,7 +31,10 @@ class LaunchTable:
         self.ts, self.dur = array("d"), array("d")
         self.names, self.threads = Coded(), Coded()  # the names; (pid, tid) threads
         ids, other = array("q"), {}  # correlation ids (NO_ID: none, or one in `other`)
+        self._indexes = []  # of each kind, runtime's first: (first row, sorted ids, their rows)
+        self._other = {}
         for kind in sorted(LAUNCH_KINDS):
+            first = len(ids)
             skipped = trace.skipped.get(kind)
             if skipped is not None:
                 columns = skipped.columns  # with correlations (scripts.analysis checks)
@@ -49,26 +52,33 @@ class LaunchTable:
                 self.dur += array("d", map(attrgetter("dur"), events))
                 self.names.extend(list(map(attrgetter("name"), events)))
                 self.threads.extend([(e.pid, e.tid) for e in events])
-        self._index(ids, other)
+            # Each kind's ids apart: in order of time, as a rule, so that ordering them merges
+            # a few runs (scripts.oprows.stable_order) where both kinds' would interleave.
+            self._indexes.insert(0, self._index(ids, first))
+        lowest = min(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)
+        highest = max(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)
+        if not -_EXACT < lowest <= highest < _EXACT:  # all in the dict
+            self._indexes = []
+            other.update((row, value) for row, value in enumerate(ids) if value != NO_ID)
+        for row in sorted(other):  # the last row of an id wins, runtime's over driver's
+            self._other[other[row]] = row
 
-    def _index(self, ids: array, other: dict) -> None:
-        """Sorted ids and their rows (the last row of each id), for `row_of` to bisect; ids
-        that are no 64-bit int (or too large to order as floats) in a dict."""
-        self._other = {}
+    @staticmethod
+    def _index(ids: array, first: int) -> tuple[array, array]:
+        """Sorted ids of the rows from `first` on and their rows (the last row of each id),
+        for `row_of` to bisect."""
+        ids = ids[first:]
         given = bytes(map(ne, ids, repeat(NO_ID)))
-        rows = array("i" if len(ids) < (1 << 31) else "q", compress(range(len(ids)), given))
+        rows = array("i" if first + len(ids) < (1 << 31) else "q",
+                     compress(range(first, first + len(ids)), given))
         keys = array("q", compress(ids, given))
         if keys and not -_EXACT < min(keys) <= max(keys) < _EXACT:
-            other.update(zip(rows, keys))
-            rows, keys = rows[:0], keys[:0]
-        for row in sorted(other):  # the last row of an id wins
-            self._other[other[row]] = row
+            return array("q"), array("i")  # the dict's (see __init__)
         order = stable_order(array("d", keys))[0]
         keys = array("q", map(keys.__getitem__, order))
         rows = array(rows.typecode, map(rows.__getitem__, order))
         last = bytes(map(ne, keys, islice(keys, 1, None))) + b"\1"  # of each run of one id
-        self._keys = array("q", compress(keys, last))
-        self._rows = array(rows.typecode, compress(rows, last))
+        return array("q", compress(keys, last)), array(rows.typecode, compress(rows, last))
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -78,9 +88,10 @@ class LaunchTable:
         if correlation is None:
             return -1
         if type(correlation) is int and -_EXACT < correlation < _EXACT:
-            at = bisect_left(self._keys, correlation)
-            if at < len(self._keys) and self._keys[at] == correlation:
-                return self._rows[at]
+            for keys, rows in self._indexes:  # runtime's first
+                at = bisect_left(keys, correlation)
+                if at < len(keys) and keys[at] == correlation:
+                    return rows[at]
         return self._other.get(correlation, -1)
 
 

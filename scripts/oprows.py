@@ -54,10 +54,20 @@ class Coded:
     def reorder(self, order: list[int]) -> None:
         self.codes = array(self.codes.typecode, map(self.codes.__getitem__, order))
 
+    def take(self, order) -> Coded:
+        """The rows in `order` (row numbers), as a new column that shares this one's table
+        (neither is extended after)."""
+        taken = Coded()
+        taken.codes = array(self.codes.typecode, map(self.codes.__getitem__, order))
+        taken.values, taken._code = self.values, self._code
+        return taken
+
     def __len__(self) -> int:
         return len(self.codes)
 
-    def __getitem__(self, row: int):
+    def __getitem__(self, row: int | slice):
+        if row.__class__ is slice:
+            return list(map(self.values.__getitem__, self.codes[row]))
         return self.values[self.codes[row]]
 
     def __iter__(self):

@@ -161,7 +161,7 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
 
 def test_coded_columns_read_as_the_lists_they_replace():
     """oprows.Coded keeps codes of 1, 2 or 4 bytes as its table grows: it reads as the list of
-    its values through each widening, and reorders as the list would."""
+    its values through each widening, and reorders, slices and takes rows as the list would."""
     rng = random.Random(11)
     for _ in range(40):
         coded, plain = oprows.Coded(), []
@@ -180,6 +180,10 @@ def test_coded_columns_read_as_the_lists_they_replace():
         assert list(coded) == plain and [coded[i] for i in range(len(plain))] == plain
         value = rng.choice(plain) if plain else 0
         assert coded.count(value) == plain.count(value) and coded.count(-1) == 0
+        lo, hi = sorted(rng.randint(0, len(plain)) for _ in range(2))
+        assert coded[lo:hi] == plain[lo:hi]
+        some = [rng.randrange(len(plain)) for _ in range(len(plain) // 2)] if plain else []
+        assert list(coded.take(some)) == [plain[i] for i in some] and list(coded) == plain
 
 
 def test_old_absolute_integer_timestamps_become_relative(tmp_path):
