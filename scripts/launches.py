@@ -136,7 +136,7 @@ class ActivityTable:
                           [e.tid if e.arg("stream") is None else e.arg("stream") for e in events],
                           ids, other)
         if len(self.kinds.values) > 1:  # kinds together, as Trace.of_kinds: in trace order
-            self._reorder(trace_order(self.ts, self.dur))
+            self._reorder(trace_order(self.ts, self.dur)[0])
 
     def _add(self, ts, dur, names, kind, devices, streams, ids, other) -> None:
         self.other.update({len(self.ids) + row: value for row, value in other.items()})

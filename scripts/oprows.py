@@ -12,8 +12,9 @@ import json
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from heapq import merge
 from itertools import compress, islice, pairwise, repeat
-from operator import add, eq, gt, le, ne
+from operator import add, eq, gt, itemgetter, le, ne
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -304,9 +305,10 @@ def in_trace_order(ts, dur) -> bool:
     return all(dur[i - 1] >= dur[i] for i in ties)
 
 
-def trace_order(ts, dur) -> list[int] | array:
+def trace_order(ts, dur) -> tuple[list[int] | array, list[float] | array]:
     """The rows by start, the longest first among equal starts, file order among full ties:
-    the order of `Trace.events` (scripts.trace_model._in_trace_order), as indices.
+    the order of `Trace.events` (scripts.trace_model._in_trace_order), as indices; and their
+    starts in that order.
 
     A file holds its rows as a few runs already in order (one per thread or per flush of the
     profiler's buffer): those are merged, in arrays of 16 bytes a row, where a sort of all the
@@ -314,8 +316,8 @@ def trace_order(ts, dur) -> list[int] | array:
     short runs (or with NaN starts, which order nothing) are sorted as a whole."""
     n = len(ts)
     order, starts = stable_order(ts)
-    longest_first_at_equal_starts(order, starts, dur.__getitem__)
-    return order
+    longest_first_at_equal_starts(order, starts, dur.__getitem__)  # equal starts: the same
+    return order, starts
 
 
 def stable_order(keys) -> tuple[list[int] | array, list[float] | array]:
@@ -325,61 +327,89 @@ def stable_order(keys) -> tuple[list[int] | array, list[float] | array]:
     n = len(keys)
     descents = compress(range(1, n), map(gt, keys, islice(keys, 1, None)))
     bounds = [0, *islice(descents, _MERGED_RUNS), n]  # of the runs, up to _MERGED_RUNS + 1
-    if len(bounds) - 1 <= _MERGED_RUNS and not any(map(ne, keys, keys)):
+    if any(map(ne, keys, keys)):  # NaN: as sorted orders them
+        order = sorted(range(n), key=keys.__getitem__)
+        return order, list(map(keys.__getitem__, order))
+    if len(bounds) - 1 <= _MERGED_RUNS:
         order, ordered = _merged_runs(keys, bounds)
         if order is not None:
             return order, ordered
-    order = sorted(range(n), key=keys.__getitem__)
-    return order, list(map(keys.__getitem__, order))
+    return _sorted_in_chunks(keys)
+
+
+_CHUNK = 1 << 16  # rows sorted at a time by `_sorted_in_chunks`
+
+
+def _sorted_in_chunks(keys) -> tuple[array, array]:
+    """`stable_order` by sorting chunks of rows (a list of int objects and one of floats for
+    one chunk at a time, not for all), then merging them: equal keys by row number, so in file
+    order, as one stable sort."""
+    n = len(keys)
+    index = "i" if n < (1 << 31) else "q"
+    chunks = []
+    for first in range(0, n, _CHUNK):
+        rows = sorted(range(first, min(first + _CHUNK, n)), key=keys.__getitem__)
+        chunks.append((array("d", map(keys.__getitem__, rows)), array(index, rows)))
+        del rows
+    if len(chunks) == 1:
+        return chunks[0][1], chunks[0][0]
+    order = array(index, map(itemgetter(1), merge(*(zip(*chunk) for chunk in chunks))))
+    del chunks
+    return order, array("d", map(keys.__getitem__, order))
 
 
 def _merged_runs(ts, bounds: list[int]) -> tuple[array | None, array]:
     """The rows of the runs ts[bounds[i]:bounds[i + 1]] (each in order) in order, and their
     starts; (None, _) where the runs interleave so finely that merging would take a line of
-    Python for every few rows (then a sort is faster)."""
+    Python for every few rows (then a sort is faster). A run is (rows, starts, lo, hi): the
+    file's own at first (a range of rows and `ts` itself: no copy), then arrays of merged rows."""
     index = "i" if bounds[-1] < (1 << 31) else "q"
-    runs = [(array(index, range(a, b)), array("d", ts[a:b])) for a, b in pairwise(bounds)]
+    if len(bounds) <= 2:
+        return array(index, range(bounds[-1])), array("d", ts)
+    rows = range(bounds[-1])
+    runs = [(rows, ts, a, b) for a, b in pairwise(bounds)]
     steps = [bounds[-1] // 4 + _MERGED_RUNS]  # what the merges may take, in steps
     while len(runs) > 1:  # pairs of neighbours: the earlier one holds the earlier rows of the file
         runs.reverse()
         merged = []
         while runs:  # each pair dropped once merged
             first = runs.pop()
-            merged.append(_merged(first, runs.pop(), steps) if runs else first)
+            merged.append(_merged(first, runs.pop(), steps, index) if runs else first)
             if steps[0] < 0:
                 return None, array("d")
         runs = merged
-    return runs[0] if runs else (array(index), array("d"))
+    return runs[0][:2]  # merged: arrays of its own
 
 
 _MERGED_RUNS = 1024  # the most runs merged (each merge step is a line of Python)
 
 
-def _merged(a: tuple[array, array], b: tuple[array, array], steps: list[int]
-            ) -> tuple[array, array]:
-    """Two runs (rows, their starts in order), `a` of rows earlier in the file, as one: each
-    step takes from one run, at C speed, the rows up to the other's next start (`a`'s first
-    at equal starts, as a stable sort). Counts its steps down in steps[0]; stops below 0."""
-    (rows_a, ts_a), (rows_b, ts_b) = a, b
-    rows, starts = array(rows_a.typecode), array("d")
-    i = j = 0
-    while i < len(ts_a) and j < len(ts_b):
+def _merged(a: tuple, b: tuple, steps: list[int], index: str) -> tuple:
+    """Two runs (rows, starts, lo, hi: rows[lo:hi] and their starts in order), `a` of rows
+    earlier in the file, as one: each step takes from one run, at C speed, the rows up to the
+    other's next start (`a`'s first at equal starts, as a stable sort). Counts its steps down
+    in steps[0]; stops below 0."""
+    (rows_a, ts_a, i, end_a), (rows_b, ts_b, j, end_b) = a, b
+    rows, starts = array(index), array("d")
+    while i < end_a and j < end_b:
         steps[0] -= 1
         if steps[0] < 0:
             break
         if ts_a[i] <= ts_b[j]:
-            k = bisect_right(ts_a, ts_b[j], i)
-            rows += rows_a[i:k]
-            starts += ts_a[i:k]
+            k = bisect_right(ts_a, ts_b[j], i, end_a)
+            rows.extend(rows_a[i:k])
+            starts.extend(ts_a[i:k])
             i = k
         else:
-            k = bisect_left(ts_b, ts_a[i], j)
-            rows += rows_b[j:k]
-            starts += ts_b[j:k]
+            k = bisect_left(ts_b, ts_a[i], j, end_b)
+            rows.extend(rows_b[j:k])
+            starts.extend(ts_b[j:k])
             j = k
-    rows += rows_a[i:] + rows_b[j:]
-    starts += ts_a[i:] + ts_b[j:]
-    return rows, starts
+    rows.extend(rows_a[i:end_a])
+    starts.extend(ts_a[i:end_a])
+    rows.extend(rows_b[j:end_b])
+    starts.extend(ts_b[j:end_b])
+    return rows, starts, 0, len(rows)
 
 
 def longest_first_at_equal_starts(items: list | array, starts, duration) -> None:

@@ -271,8 +271,8 @@ class _Builder:
             ts = array("d", map(sub, ts, repeat(origin)))
             columns = self.columns.get(kind)
             if columns is not None and not in_trace_order(ts, dur):
-                order = trace_order(ts, dur)
-                ts = array("d", map(ts.__getitem__, order))
+                order, ts = trace_order(ts, dur)
+                ts = ts if isinstance(ts, array) else array("d", ts)
                 dur = array("d", map(dur.__getitem__, order))
                 columns.reorder(order)
                 del order

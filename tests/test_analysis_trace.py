@@ -136,12 +136,14 @@ def test_events_are_in_trace_order_parents_first():
 def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
     """oprows' orders merge the runs already in order, in arrays, instead of sorting all rows:
     held against the sort they replace, on rows in a few runs (one per thread or flush), in many
-    (a sort), interleaved finely (beyond the merge's budget: a sort), with ties and NaN."""
+    (a sort, by chunks merged), interleaved finely (beyond the merge's budget: a sort), with
+    ties and NaN."""
     rng = random.Random(7)
-    limit = oprows._MERGED_RUNS
+    limit, chunk = oprows._MERGED_RUNS, oprows._CHUNK
     for _ in range(2000):
         # A small limit of runs, and of steps: the sort's way and a merge given up midway.
         monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
+        monkeypatch.setattr(oprows, "_CHUNK", rng.choice([chunk, 1, 3, 8]))  # a sort by chunks
         n = rng.randint(0, 80)
         values = [float(rng.randint(0, 25)) for _ in range(n)]
         cuts = sorted(rng.sample(range(n + 1), min(rng.choice([1, 2, 5, n + 1]), n + 1)))
@@ -156,7 +158,8 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
         assert list(map(repr, keys)) == [repr(ts[i]) for i in by_sort]
         oprows.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
                                              dur.__getitem__)
-        assert list(oprows.trace_order(ts, dur)) == by_sort
+        order, starts = oprows.trace_order(ts, dur)
+        assert list(order) == by_sort and list(map(repr, starts)) == [repr(ts[i]) for i in by_sort]
 
 
 def test_coded_columns_read_as_the_lists_they_replace():
