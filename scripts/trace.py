@@ -15,7 +15,8 @@ path, stdin or a pipe), keeps only the `args` that the analysis and the timeline
 (`KEPT_ARGS`), and no flow events: a 200k-event trace loads faster than `json.load` reads it, in
 a fraction of the memory. `load_trace(path, skip_kinds=...)` does not make Events of the kinds it
 is told to skip, only keeps their times (`Trace.skipped`): the facts need no more of the ops and
-the Python frames.
+the Python frames; of launch calls and GPU activities, it keeps what the facts read as columns
+(scripts/launches.py), a fraction of an Event's memory.
 """
 
 from .trace_build import build_trace, load_trace, read_json  # noqa: F401

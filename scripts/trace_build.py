@@ -407,7 +407,9 @@ def load_trace(source, progress: Callable[[int, int], None] | None = None,
     its size (0 when unknown) after each chunk. Complete events of `skip_kinds` (e.g.
     {"python"}: the stack frames of `with_stack=True`, most of such a trace) are not made into
     Events, which is faster; `Trace.skipped` counts them, and they still count in
-    `Trace.event_count`, `end_us` and `origin_us`. A trace larger than `max_bytes` once
+    `Trace.event_count`, `end_us` and `origin_us`; of launch calls and GPU activities it keeps
+    what the facts read, as columns (scripts/launches.py: the analyzer's one pass skips
+    scripts.analysis.COLUMN_KINDS). A trace larger than `max_bytes` once
     decompressed is refused (default: $PROFILING_MAX_TRACE_BYTES, else 4 GiB). Events of the
     `keep_args` kinds keep all their args, as decoded (e.g. {"cpu_op", "python"}: the input
     shapes of `record_shapes=True` and the Python ids of `with_stack=True`, which

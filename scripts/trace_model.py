@@ -148,7 +148,9 @@ class Skipped:
 
     ts: array  # of floats ("d")
     dur: array
-    # With load_trace(op_args=...): their names, threads and the args scripts.ops reads.
+    # With load_trace(op_args=...): their names, threads and the args scripts.ops reads; of
+    # launch calls and GPU activities, always: names, threads, correlation ids (and devices and
+    # streams), what the facts read of them (scripts/launches.py).
     columns: OpColumns | None = None
 
     def __len__(self) -> int:
