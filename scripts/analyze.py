@@ -153,7 +153,6 @@ def display_name(path: TracePath) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    _return_large_frees()
     if args.diff:
         return _diff(args)
     if args.ranks:
@@ -170,19 +169,6 @@ def main(argv=None) -> int:
         for number, path in enumerate(args.traces):
             status = _report(number, path, args, svg_paths.get(path)) or status
     return status
-
-
-def _return_large_frees() -> None:
-    """Have glibc's malloc give every large block (the arrays of a big trace's columns, in the
-    megabytes) back to the system once freed: by default the first such free raises its
-    threshold, later blocks come from its heap, and the freed ones there still count in the
-    process's peak memory. Best effort: other C libraries (and Pyodide) lack mallopt."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(-3, 128 << 10)  # M_MMAP_THRESHOLD, fixed at its default
-    except Exception:  # noqa: BLE001 (no such C library, or no ctypes: nothing to tune)
-        pass
 
 
 def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Path | None) -> int:
