@@ -33,8 +33,8 @@ from __future__ import annotations
 from .analysis_facts import (  # noqa: F401 (the engine's names, imported from here)
     COLUMN_KINDS, COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HOST_WORK_KINDS,
     HTA_LAUNCH_APIS, KERNEL_WAIT_US, NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TIMES_ONLY_KINDS,
-    TOP_KERNELS, WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle, TemporalBreakdown,
-    TraceFacts, Verdict, WindowFacts, rounded)
+    TOP_KERNELS, WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle,
+    TemporalBreakdown, TraceFacts, Verdict, WindowFacts, rounded)
 from .analysis_index import TraceIndex, kernel_kind  # noqa: F401
 from .analysis_text import _ms, short_name, summary_text  # noqa: F401
 from .analysis_window import (hta_scope_breakdown, hta_scope_end, top_kernels,  # noqa: F401

@@ -135,7 +135,8 @@ class TraceIndex:
         call_starts, call_durs = self.calls.ts, self.calls.dur
         for members in _rows_by(self.device_of).values():
             members = _by_start(members, self.starts)
-            starts, ends = _take(self.starts, members), array("d", map(self.ends.__getitem__, members))
+            starts = array("d", map(self.starts.__getitem__, members))
+            ends = array("d", map(self.ends.__getitem__, members))
             first_launch = self.launches[members[0]]
             origin = starts[0] if first_launch < 0 else min(call_starts[first_launch], starts[0])
             # Where the GPU's earlier work ended: the running maximum of the ends before each one.

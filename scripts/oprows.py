@@ -413,9 +413,10 @@ def _merged(a: tuple, b: tuple, steps: list[int], index: str) -> tuple:
 
 
 def longest_first_at_equal_starts(items: list | array, starts, duration) -> None:
-    """`items` (a list, or an array of row numbers), sorted by their `starts`, reordered in place so that among equal starts the
-    longest `duration(item)` comes first (a stable sort within each run of equal starts).
-    Traces are nearly in order and equal starts are few: only those runs are sorted again."""
+    """`items` (a list, or an array of row numbers), sorted by their `starts`, reordered in
+    place so that among equal starts the longest `duration(item)` comes first (a stable sort
+    within each run of equal starts). Traces are nearly in order and equal starts are few: only
+    those runs are sorted again."""
     ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))
     first = end = -1  # the open run of equal starts: items[first:end]
     for i in ties:  # items[i] starts with items[i - 1]

@@ -46,8 +46,8 @@ class _Builder:
         self.kept_args = KEPT_ARGS
         self.raw_args: tuple[str, ...] = ()  # args whose JSON text the compiled path gives
         self.absent = MISSING  # what it gives for an arg an event lacks
-        # Skipped kinds kept as OpColumns: launch calls with their correlation ids (what the
-        # facts read of them), and with op_args the ops' and frames' args.
+        # Skipped kinds kept as OpColumns: launch calls and GPU activities with the ids of their
+        # kept args (what the facts read of them), and with op_args the ops' and frames' args.
         self.columns_of: frozenset = _ID_KINDS & self.skip_kinds
         self._times_only()
         self.op_args = op_args
