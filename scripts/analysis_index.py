@@ -158,13 +158,23 @@ class TraceIndex:
         call's start: taken in order, the calls come in order of start."""
         launches, starts, table = self.launches, self.starts, self.calls
         launched = array("q", compress(range(len(launches)), map(ge, launches, repeat(0))))
-        ids = dict.fromkeys(map(launches.__getitem__, launched))  # each call once, in order
+        # Each call once, at its first activity, in order (a byte a call, not a dict's entry).
+        seen, firsts = bytearray(len(table)), array("q")
+        for i in launched:
+            if not seen[launches[i]]:
+                seen[launches[i]] = 1
+                firsts.append(i)
+        del seen
         matched = launched
-        if len(ids) < len(launched):  # calls that started several activities
-            by_start = sorted(launched, key=starts.__getitem__)[::-1]
-            earliest = dict(zip(map(launches.__getitem__, by_start), by_start))  # first one wins
-            matched = list(map(earliest.__getitem__, ids))
-        del ids
+        if len(firsts) < len(launched):  # calls that started several activities
+            # Each call's earliest activity (the first placed of equal starts): written last.
+            order = stable_order(array("d", map(starts.__getitem__, launched)))[0]
+            earliest = array("q", [-1]) * len(table)
+            for k in reversed(order):
+                earliest[launches[launched[k]]] = launched[k]
+            del order
+            matched = array("q", map(earliest.__getitem__, map(launches.__getitem__, firsts)))
+        del firsts
         calls = array("q", map(launches.__getitem__, matched))
         self.launch_times = array("d", map(table.ts.__getitem__, calls))
         self.call_durs = array("d", map(table.dur.__getitem__, calls))

@@ -113,6 +113,7 @@ class ActivityTable:
         self.names, self.kinds = Coded(), Coded()
         self.device_of, self.stream_of = Coded(), Coded()
         self.ids, self.other = array("q"), {}  # correlation ids (see OpColumns.correlations)
+        self._launches: tuple | None = None  # (calls, launch_rows(calls)): read twice
         for kind in sorted(GPU_ACTIVITY_KINDS):
             skipped = trace.skipped.get(kind)
             if skipped is not None:
@@ -163,9 +164,13 @@ class ActivityTable:
 
     def launch_rows(self, calls: LaunchTable) -> array:
         """The row in `calls` of each activity's launch call, -1 without one."""
-        other = self.other
-        return array("q", (calls.row_of(other.get(row) if value == NO_ID else value)
-                           for row, value in enumerate(self.ids)))
+        if self._launches is None or self._launches[0] is not calls:
+            other = self.other
+            rows = array("i" if len(calls) < (1 << 31) else "q",
+                         (calls.row_of(other.get(row) if value == NO_ID else value)
+                          for row, value in enumerate(self.ids)))
+            self._launches = calls, rows
+        return self._launches[1]
 
 
 def activity_table(trace: Trace) -> ActivityTable:
