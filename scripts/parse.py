@@ -79,9 +79,9 @@ class EventSink(Protocol):
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
         """As add_complete, from the compiled path (`scripts.compiled`): `args` holds each
-        event's args object undecoded (None without one); `read_args(some of them)` gives for
-        each None (null) or the values of `kept_args` and `raw_args` in order, of any JSON type,
-        `absent` where absent; ValueError where they do not read."""
+        event's args object as that path holds it (None without one, or null);
+        `read_args(some of them)` gives for each None (null) or the values of `kept_args` and
+        `raw_args` in order, of any JSON type, `absent` where absent."""
 
 
 # --- JSON values in the text ------------------------------------------------------------------

@@ -8,8 +8,8 @@ import json
 import zlib
 from array import array
 from collections.abc import Callable
-from itertools import compress, repeat
-from operator import attrgetter, not_, sub
+from itertools import chain, compress, repeat
+from operator import and_, attrgetter, is_not, itemgetter, not_, sub
 from pathlib import Path
 
 from .columns import int_args
@@ -57,6 +57,7 @@ class _Builder:
         self.strings: dict[str, str] = {}  # text -> the one copy kept
         self.kinds: dict[str, str] = {}  # cat -> kind
         self.shared: dict[tuple, dict] = {}  # kept args but the correlation id -> the one copy
+        self.others_by_values: dict[tuple, dict] = {}  # the same, by the compiled path's values
 
     def _times_only(self) -> None:
         # The categories whose events the reader need not make columns of (Kineto's spellings).
@@ -167,20 +168,16 @@ class _Builder:
         kinds = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        unread = _ARGLESS_KINDS | self.skip_kinds
-        where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
-                 if found is not None and kind not in unread]
+        given = list(map(is_not, args, repeat(None)))
+        wanted = set(kinds).difference(_ARGLESS_KINDS, self.skip_kinds)
+        where = _rows(kinds, wanted, given) if wanted else []
         if where:
-            for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
-                if values is not None:
-                    kept = {k: v for k, v in zip(KEPT_ARGS, values) if type(v) is int}
-                    if kept:
-                        correlations[i], column[i] = self._shared(kept)
+            self._kept_values(where, read_args(list(map(args.__getitem__, where))), column,
+                              correlations)
         op_args = None
         if "cpu_op" in self.columns_of and "cpu_op" in kinds:
             op_args = [None] * len(kinds)
-            where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
-                     if found is not None and kind == "cpu_op"]
+            where = _rows(kinds, {"cpu_op"}, given)
             if where:
                 n = len(KEPT_ARGS)
                 for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
@@ -189,12 +186,40 @@ class _Builder:
         self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
                                   correlations], op_args)
 
+    def _kept_values(self, where: list[int], values: list, column: list, correlations: list
+                     ) -> None:
+        """The correlation ids and shared others (as `_shared`) of rows `where` from the values
+        of their KEPT_ARGS (then maybe others): where those are ints or absent (as a rule),
+        looked up by the values but the correlation id, not a dict made per event."""
+        n = len(KEPT_ARGS)
+        kept = list(map(itemgetter(slice(0, n)), values)) if None not in values else None
+        # Only ints and MISSING: no two values that compare equal are read differently (1, 1.0
+        # and True would be one key).
+        if kept is None or not {int, object}.issuperset(set(map(type, chain.from_iterable(kept)))):
+            for i, found in zip(where, values):
+                if found is not None:
+                    args = {k: v for k, v in zip(KEPT_ARGS, found) if type(v) is int}
+                    if args:
+                        correlations[i], column[i] = self._shared(args)
+            return
+        ids = list(map(itemgetter(0), kept))
+        if MISSING in ids:
+            ids = [None if found is MISSING else found for found in ids]
+        others = list(map(itemgetter(slice(1, n)), kept))
+        by_values = self.others_by_values
+        for key in set(others).difference(by_values):
+            args = {k: v for k, v in zip(KEPT_ARGS[1:], key) if v is not MISSING}
+            by_values[key] = self.shared.setdefault(tuple(args.items()), args) if args \
+                else _NO_ARGS
+        for i, correlation, found in zip(where, ids, map(by_values.__getitem__, others)):
+            correlations[i], column[i] = correlation, found
+
     def _add_columns(self, kinds: list[str], columns: list[list], op_args: list | None = None
                      ) -> None:
         self.raw_count += len(kinds)
         if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
-            keep = [kind not in self.skip_kinds for kind in kinds]
-            drop = list(map(not_, keep))
+            drop = list(map(self.skip_kinds.__contains__, kinds))
+            keep = list(map(not_, drop))
             self._commit_skipped(_by_key(*(list(compress(columns[i], drop)) for i in (1, 3, 4))))
             for kind in self.columns_of.intersection(kinds):
                 rows = list(map(kind.__eq__, kinds))
@@ -277,6 +302,11 @@ def _by_key(keys: list, *columns: list) -> list[tuple]:
         return [(keys[0], *columns)]
     return [(key, *(list(compress(column, map(key.__eq__, keys))) for column in columns))
             for key in sorted(distinct)]
+
+
+def _rows(kinds: list[str], wanted: set, given: list[bool]) -> list[int]:
+    """The rows of the `wanted` kinds that are `given` (args)."""
+    return list(compress(range(len(kinds)), map(and_, map(wanted.__contains__, kinds), given)))
 
 
 def _args_column(kinds: list[str], bodies: list) -> list[dict]:
