@@ -217,14 +217,18 @@ class _Builder:
     def _add_columns(self, kinds: list[str], columns: list[list], op_args: list | None = None
                      ) -> None:
         self.raw_count += len(kinds)
-        if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
-            drop = list(map(self.skip_kinds.__contains__, kinds))
-            keep = list(map(not_, drop))
-            self._commit_skipped(_by_key(*(list(compress(columns[i], drop)) for i in (1, 3, 4))))
-            for kind in self.columns_of.intersection(kinds):
+        skipped = self.skip_kinds.intersection(kinds)  # not by category
+        if skipped:
+            names, _, _, starts, durations, pids, tids = columns[:7]
+            for kind in sorted(skipped):  # one pick of the rows of each kind, for all its columns
                 rows = list(map(kind.__eq__, kinds))
-                self._commit_columns(kind, *(list(compress(columns[i], rows)) for i in (0, 5, 6)),
-                                     list(compress(op_args, rows)) if op_args else None)
+                self._commit_skipped([(kind, list(compress(starts, rows)),
+                                       list(compress(durations, rows)))])
+                if kind in self.columns_of:
+                    self._commit_columns(kind, *(list(compress(column, rows))
+                                                 for column in (names, pids, tids)),
+                                         list(compress(op_args, rows)) if op_args else None)
+            keep = list(map(not_, map(self.skip_kinds.__contains__, kinds)))
             columns = [list(compress(column, keep)) for column in columns]
         self.events.extend(map(Event, *columns))
 
@@ -249,8 +253,8 @@ class _Builder:
             times = self.skipped.get(kind)
             if times is None:  # arrays: 16 bytes an event, not a list's 64
                 times = self.skipped[kind] = (array("d"), array("d"))
-            times[0].extend(starts)
-            times[1].extend(durations)
+            times[0].extend(array("d", starts))  # made at once: a list's extend goes item by item
+            times[1].extend(array("d", durations))
 
     def _kinds(self, cats: list[str], names: list[str]) -> list[str]:
         kinds = self.kinds  # only categories that decide the kind alone
