@@ -9,7 +9,7 @@ import zlib
 from array import array
 from collections.abc import Callable
 from itertools import chain, compress, repeat
-from operator import and_, attrgetter, is_not, itemgetter, not_, sub
+from operator import and_, attrgetter, is_not, itemgetter, not_, sub, truth
 from pathlib import Path
 
 from .columns import int_args
@@ -343,8 +343,7 @@ def _op_args_column(kinds: list[str], bodies: list) -> list:
     """The OP_ARGS values of the CPU ops (None for the other rows, and where json does not read
     the args: the reader is laxer than JSON inside them), from the text of their args."""
     column: list = [None] * len(kinds)
-    where = [i for i, kind, body in zip(range(len(kinds)), kinds, bodies)
-             if kind == "cpu_op" and body]
+    where = _rows(kinds, {"cpu_op"}, list(map(truth, bodies)))
     if not where:
         return column
     texts = list(map(bodies.__getitem__, where))
@@ -352,8 +351,13 @@ def _op_args_column(kinds: list[str], bodies: list) -> list:
         decoded = json.loads("[{" + "},{".join(texts) + "}]")
     except (ValueError, RecursionError):
         decoded = list(map(_decoded_or_none, texts))
-    for i, args in zip(where, decoded):
-        column[i] = op_values(args)
+    if None in decoded:  # some that json did not read
+        values = list(map(op_values, decoded))
+    else:  # a column per arg, then rows: no call in Python per event
+        values = list(zip(*(map(dict.get, decoded, repeat(key), repeat(MISSING))
+                            for key in OP_ARGS)))
+    for i, found in zip(where, values):
+        column[i] = found
     return column
 
 
