@@ -3,8 +3,8 @@ extra), decodes whole events of `scripts.parse`'s buffer into the same sink call
 than the standard-library path. It is no second parser: `scripts.parse` cuts the text, calls
 `read_run`, and reads the run itself wherever this declines (returns None): text that msgspec
 refuses or reads otherwise than json (NaN, numbers past float's range, lone surrogates), values
-of unusual types (a name that is not a string, a time that is not a number, a missing pid) or
-a cut that is not between two events. The two paths give the same model (tests/test_parse.py
+of unusual types (a name that is not a string, a time that is not a number, a pid that is not
+an int or a string, args that are not an object) or a cut that is not between two events. The two paths give the same model (tests/test_parse.py
 reads every layout both ways). Off with PROFILING_TRACE_DECODER=stdlib; never in Pyodide.
 """
 
@@ -44,9 +44,11 @@ class Runs:
                                              *((key, msgspec.Raw) for key in raw_args)])],
             gc=False)
         # A complete event: each field required (one missing: declined); args None where null
-        # or absent, which the sink reads alike (no kept args).
+        # or absent, which the sink reads alike (no kept args). Ids of other types (floats and
+        # bools equal ints: not interned together) decline the run before any is fed.
+        ids = Union[int, str]
         complete = msgspec.defstruct("Complete", [
-            ("cat", str), ("name", str), ("pid", Any), ("tid", Any), ("ts", float),
+            ("cat", str), ("name", str), ("pid", ids), ("tid", ids), ("ts", float),
             ("dur", float), ("args", Union[args, None], None)], tag="X", **tagged)
         # Metadata and instants: what the sink reads of them; the other phases: nothing.
         self.absent = absent = msgspec.Raw(b"null")  # no args object: told by identity
@@ -81,17 +83,17 @@ class Runs:
         raws = list(map(self._raw, shown))
         if None in raws:
             return False
-        if xs and not self._add(xs, sink):
-            return False
+        if xs:
+            self._add(xs, sink)
         if len(events) > len(xs) + len(raws):
             sink.add_unread(len(events) - len(xs) - len(raws))
         for raw in raws:
             sink.add_raw(raw)
         return True
 
-    def _add(self, xs: list, sink) -> bool:
+    def _add(self, xs: list, sink) -> None:
         """Complete events to the sink: those of times-only categories as times, the others
-        as columns (the order of the standard library's path). False if any is unusual."""
+        as columns (the order of the standard library's path)."""
         cats = list(map(attrgetter("cat"), xs))
         texts = self.texts
         cats = list(map(texts.setdefault, cats, cats))
@@ -107,21 +109,18 @@ class Runs:
             starts, durations = _times(xs)
             sink.add_times(cats, starts, durations)
             if not rest:
-                return True
+                return
             xs = rest
             cats = list(map(attrgetter("cat"), xs))
             cats = list(map(texts.setdefault, cats, cats))
         names, pids, tids, args = (list(map(attrgetter(field), xs))
                                    for field in ("name", "pid", "tid", "args"))
-        if not {int, str}.issuperset(set(map(type, pids)) | set(map(type, tids))):
-            return False  # floats and bools equal ints: not interned together
         ids = self.ids
         names = list(map(texts.setdefault, names, names))
         pids = list(map(ids.setdefault, pids, pids))
         tids = list(map(ids.setdefault, tids, tids))
         starts, durations = _times(xs)
         sink.add_columns(cats, names, pids, tids, starts, durations, args, self.read_args)
-        return True
 
     def read_args(self, found: list) -> list:
         """The kept args' values of these args (decoded with their events) as tuples, None for
