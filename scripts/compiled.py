@@ -4,8 +4,9 @@ than the standard-library path. It is no second parser: `scripts.parse` cuts the
 `read_run`, and reads the run itself wherever this declines (returns None): text that msgspec
 refuses or reads otherwise than json (NaN, numbers past float's range, lone surrogates), values
 of unusual types (a name that is not a string, a time that is not a number, a pid that is not
-an int or a string, args that are not an object) or a cut that is not between two events. The two paths give the same model (tests/test_parse.py
-reads every layout both ways). Off with PROFILING_TRACE_DECODER=stdlib; never in Pyodide.
+an int or a string, args that are not an object) or a cut that is not between two events. The
+two paths give the same model (tests/test_parse.py reads every layout both ways). Off with
+PROFILING_TRACE_DECODER=stdlib; never in Pyodide.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ _NO_SEQUENCE = -(1 << 63)  # in the sequence column: see OpColumns.sequence
 _DECODED = (list, dict, int, float, bool)  # the types json decodes a value into, but str
 _NONE = (MISSING, MISSING, MISSING, MISSING)  # the OP_ARGS of an event without args
 _ABSENT_SEQUENCE = {MISSING: _NO_SEQUENCE}  # only ints and MISSING: no other value equals it
+# What `_text` reads as it is (object: MISSING); any other type is a buffer (msgspec.Raw).
 _TEXT_OR_DECODED = frozenset({str, bytes, *_DECODED, type(None), object})
 
 
