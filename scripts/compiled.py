@@ -3,9 +3,10 @@ extra), decodes whole events of `scripts.parse`'s buffer into the same sink call
 than the standard-library path. It is no second parser: `scripts.parse` cuts the text, calls
 `read_run`, and reads the run itself wherever this declines (returns None): text that msgspec
 refuses or reads otherwise than json (NaN, numbers past float's range, lone surrogates), values
-of unusual types (a name that is not a string, a time that is not a number, a missing pid) or
-a cut that is not between two events. The two paths give the same model (tests/test_parse.py
-reads every layout both ways). Off with PROFILING_TRACE_DECODER=stdlib; never in Pyodide.
+of unusual types (a name that is not a string, a time that is not a number, a pid that is not
+an int or a string, args that are not an object) or a cut that is not between two events. The
+two paths give the same model (tests/test_parse.py reads every layout both ways). Off with
+PROFILING_TRACE_DECODER=stdlib; never in Pyodide.
 """
 
 from __future__ import annotations
@@ -33,14 +34,25 @@ class Runs:
         from typing import Any, Union
 
         unset = msgspec.UNSET
-        # No args object (msgspec takes no union with Raw): this one, told by identity.
-        self.absent = absent = msgspec.Raw(b"null")
-        tagged = {"tag_field": "ph"}
-        # A complete event: each field required (one missing: declined).
+        # Not tracked by the cyclic collector (they hold no cycles): cheaper to make and free.
+        tagged = {"tag_field": "ph", "gc": False}
+        missing = unset if absent_arg is None else absent_arg
+        # The kept args, decoded with their event (not their text kept, then decoded again);
+        # an args value that is not an object or null fails the run: declined.
+        args = msgspec.defstruct("Args", [
+            (f"a{i}", kind, msgspec.field(default=missing, name=key))
+            for i, (key, kind) in enumerate([*((key, Any) for key in kept_args),
+                                             *((key, msgspec.Raw) for key in raw_args)])],
+            gc=False)
+        # A complete event: each field required (one missing: declined); args None where null
+        # or absent, which the sink reads alike (no kept args). Ids of other types (floats and
+        # bools equal ints: not interned together) decline the run before any is fed.
+        ids = Union[int, str]
         complete = msgspec.defstruct("Complete", [
-            ("cat", str), ("name", str), ("pid", Any), ("tid", Any), ("ts", float),
-            ("dur", float), ("args", msgspec.Raw, absent)], tag="X", **tagged)
+            ("cat", str), ("name", str), ("pid", ids), ("tid", ids), ("ts", float),
+            ("dur", float), ("args", Union[args, None], None)], tag="X", **tagged)
         # Metadata and instants: what the sink reads of them; the other phases: nothing.
+        self.absent = absent = msgspec.Raw(b"null")  # no args object: told by identity
         shown = [(name, kind | msgspec.UnsetType, unset) for name, kind in (
             ("cat", str), ("name", str), ("ts", float), ("pid", Any), ("tid", Any))]
         shown.append(("args", msgspec.Raw, absent))
@@ -49,12 +61,6 @@ class Runs:
         self.complete = complete
         self.shown = frozenset(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
         self.events = msgspec.json.Decoder(list[Union[(complete, *others)]])
-        missing = unset if absent_arg is None else absent_arg
-        args = msgspec.defstruct("Args", [
-            (f"a{i}", kind, msgspec.field(default=missing, name=key))
-            for i, (key, kind) in enumerate([*((key, Any) for key in kept_args),
-                                             *((key, msgspec.Raw) for key in raw_args)])])
-        self.args = msgspec.json.Decoder(list[args | None])
         self.any = msgspec.json.Decoder()
         self.astuple = msgspec.structs.astuple
         self.unset = unset
@@ -78,17 +84,17 @@ class Runs:
         raws = list(map(self._raw, shown))
         if None in raws:
             return False
-        if xs and not self._add(xs, sink):
-            return False
+        if xs:
+            self._add(xs, sink)
         if len(events) > len(xs) + len(raws):
             sink.add_unread(len(events) - len(xs) - len(raws))
         for raw in raws:
             sink.add_raw(raw)
         return True
 
-    def _add(self, xs: list, sink) -> bool:
+    def _add(self, xs: list, sink) -> None:
         """Complete events to the sink: those of times-only categories as times, the others
-        as columns (the order of the standard library's path). False if any is unusual."""
+        as columns (the order of the standard library's path)."""
         cats = list(map(attrgetter("cat"), xs))
         texts = self.texts
         cats = list(map(texts.setdefault, cats, cats))
@@ -104,39 +110,25 @@ class Runs:
             starts, durations = _times(xs)
             sink.add_times(cats, starts, durations)
             if not rest:
-                return True
+                return
             xs = rest
             cats = list(map(attrgetter("cat"), xs))
             cats = list(map(texts.setdefault, cats, cats))
         names, pids, tids, args = (list(map(attrgetter(field), xs))
                                    for field in ("name", "pid", "tid", "args"))
-        absent = self.absent
-        args = [None if found is absent else found for found in args]
-        if not {int, str}.issuperset(set(map(type, pids)) | set(map(type, tids))):
-            return False  # floats and bools equal ints: not interned together
         ids = self.ids
         names = list(map(texts.setdefault, names, names))
         pids = list(map(ids.setdefault, pids, pids))
         tids = list(map(ids.setdefault, tids, tids))
         starts, durations = _times(xs)
         sink.add_columns(cats, names, pids, tids, starts, durations, args, self.read_args)
-        return True
 
-    def read_args(self, raws: list) -> list:
-        """The kept args' values of these args objects (tuples), None for one that is null or
-        not an object (no args kept, as `json` then reads it)."""
-        try:
-            decoded = self.args.decode(b"[" + b",".join(raws) + b"]")
-        except _ERRORS:  # an args value that is not an object: one by one
-            decoded = list(map(self._args_or_none, raws))
-        astuple = self.astuple
-        return [None if found is None else astuple(found) for found in decoded]
-
-    def _args_or_none(self, raw):
-        try:
-            return self.args.decode(b"[" + raw + b"]")[0]
-        except _ERRORS:
-            return None
+    def read_args(self, found: list) -> list:
+        """The kept args' values of these args (decoded with their events) as tuples, None for
+        one that is null."""
+        if None in found:
+            return [None if args is None else self.astuple(args) for args in found]
+        return list(map(self.astuple, found))
 
     def _raw(self, event) -> dict | None:
         """A metadata or instant event as the dict the sink reads (its fields, args decoded)."""

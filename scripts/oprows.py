@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush, merge
 from itertools import compress, islice, pairwise, repeat
-from operator import add, eq, gt, itemgetter, le, ne
+from operator import add, and_, eq, gt, is_not, itemgetter, le, ne, truth
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -24,6 +24,9 @@ MISSING = object()  # an arg that an event does not have
 _NO_SEQUENCE = -(1 << 63)  # in the sequence column: see OpColumns.sequence
 _DECODED = (list, dict, int, float, bool)  # the types json decodes a value into, but str
 _NONE = (MISSING, MISSING, MISSING, MISSING)  # the OP_ARGS of an event without args
+_ABSENT_SEQUENCE = {MISSING: _NO_SEQUENCE}  # only ints and MISSING: no other value equals it
+# What `_text` reads as it is (object: MISSING); any other type is a buffer (msgspec.Raw).
+_TEXT_OR_DECODED = frozenset({str, bytes, *_DECODED, type(None), object})
 
 
 def arg_text(value) -> str:
@@ -51,6 +54,15 @@ class Coded:
         if len(self.values) > 1 << 8 * self.codes.itemsize:  # wider codes, once per width
             self.codes = array(_code_type(len(self.values)), self.codes)
         self.codes.extend(map(code.__getitem__, items))
+
+    def extend_pairs(self, firsts: list, seconds: list) -> None:
+        """`extend` of the pairs (first, second), without a tuple kept per row (zip then
+        reuses one)."""
+        code = self._code
+        for value in set(zip(firsts, seconds)).difference(code):
+            code[value] = len(self.values)
+            self.values.append(value)
+        self.codes.extend(map(code.__getitem__, zip(firsts, seconds)))
 
     def reorder(self, order: list[int]) -> None:
         self.codes = array(self.codes.typecode, map(self.codes.__getitem__, order))
@@ -143,7 +155,7 @@ class OpColumns:
         if not names:
             return
         self.names.extend(names)
-        self.threads.extend(list(zip(pids, tids)))
+        self.threads.extend_pairs(pids, tids)
         if self.devices is not None:
             others = others or [{}] * len(names)
             self.devices.extend([found.get("device") for found in others])
@@ -156,15 +168,18 @@ class OpColumns:
         if args is None or None in args:
             args = [_NONE if values is None else values for values in args or repeat(_NONE, len(names))]
         numbers, forward, dims, types = zip(*args)
-        self.has_dims = self.has_dims or any(dim is not MISSING for dim in dims)
-        self.dims.extend(list(map(self._text, dims)))
-        self.types.extend(list(map(self._text, types)))
-        self.forward += bytes(fwd is not MISSING and bool(fwd) for fwd in forward)
-        given = [_NO_SEQUENCE if number is MISSING else number for number in numbers]
-        if set(map(type, given)) == {int} and min(given) >= _NO_SEQUENCE and \
-                max(given) < (1 << 63):
-            self.sequence += array("q", given)
-            return
+        absent = dims.count(MISSING)
+        self.has_dims = self.has_dims or absent < len(dims)
+        self.dims.extend(self._texts_of(dims, absent))
+        self.types.extend(self._texts_of(types, types.count(MISSING)))
+        # Whether each is given and truthy, a column at a time (MISSING is truthy).
+        self.forward += bytes(map(and_, map(is_not, forward, repeat(MISSING)), map(truth, forward)))
+        if set(map(type, numbers)) <= {int, object}:  # ints and MISSING (only ints equal ints)
+            try:  # the array refuses what is past 64 bits, before any is added
+                self.sequence += array("q", map(_ABSENT_SEQUENCE.get, numbers, numbers))
+                return
+            except OverflowError:
+                pass
         for number in numbers:
             if type(number) is int and _NO_SEQUENCE < number < (1 << 63):
                 self.sequence.append(number)
@@ -172,6 +187,19 @@ class OpColumns:
                 if number is not MISSING and number is not None:
                     self.sequence_other[len(self.sequence)] = number
                 self.sequence.append(_NO_SEQUENCE)
+
+    def _texts_of(self, values: tuple, absent: int) -> list[str]:
+        """`_text` of each value: a column at a time where none or all are absent and the
+        others are the compiled path's buffers (looked up by their bytes)."""
+        if absent == len(values):
+            return [""] * absent
+        if not absent and not set(map(type, values)) & _TEXT_OR_DECODED:
+            keys = list(map(bytes, values))
+            found = list(map(self._texts.get, keys))
+            if None not in found:
+                return found
+            return list(map(self._text, keys))
+        return list(map(self._text, values))
 
     def _text(self, value) -> str:
         if value is MISSING or value is None:

@@ -79,9 +79,9 @@ class EventSink(Protocol):
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
         """As add_complete, from the compiled path (`scripts.compiled`): `args` holds each
-        event's args object undecoded (None without one); `read_args(some of them)` gives for
-        each None (null) or the values of `kept_args` and `raw_args` in order, of any JSON type,
-        `absent` where absent; ValueError where they do not read."""
+        event's args object as that path holds it (None without one, or null);
+        `read_args(some of them)` gives for each None (null) or the values of `kept_args` and
+        `raw_args` in order, of any JSON type, `absent` where absent."""
 
 
 # --- JSON values in the text ------------------------------------------------------------------
@@ -339,8 +339,8 @@ class _Events:
         self.sink = sink
         self.ids: dict[str, object] = {}  # pid/tid as written -> value
         self.texts: dict[str, str] = {}  # a name or category as written -> the string
-        # The compiled decoder, from the second buffer on: a trace that fits in one is read
-        # before msgspec would have been imported. None: the standard library's path only.
+        # The compiled decoder, where the trace is larger than a buffer (one that fits is read
+        # before msgspec would have been imported). None: the standard library's path only.
         self.runs: compiled.Runs | None = None
         self.declined = 0  # runs in a row that the compiled path left to this one
 
@@ -348,6 +348,9 @@ class _Events:
         text = self.text
         first = True  # before the first event: no comma
         want = chunk = tracetext.CHUNK_BYTES
+        text.fill(want)
+        if not text.eof:
+            self.runs = compiled.runs_for(self.sink)
         while True:
             text.fill(want)
             found = text.peek()
@@ -366,8 +369,6 @@ class _Events:
                     cut = self._segment(text.pos, first)
             if cut > text.pos:
                 text.pos = cut
-                if first and not text.eof:
-                    self.runs = compiled.runs_for(self.sink)
                 first = False
                 want = chunk
             elif text.eof:

@@ -8,8 +8,8 @@ import json
 import zlib
 from array import array
 from collections.abc import Callable
-from itertools import compress, repeat
-from operator import attrgetter, not_, sub
+from itertools import chain, compress, repeat
+from operator import and_, attrgetter, is_not, itemgetter, not_, sub, truth
 from pathlib import Path
 
 from .columns import int_args
@@ -64,6 +64,7 @@ class _Builder:
         self.strings: dict[str, str] = {}  # text -> the one copy kept
         self.kinds: dict[str, str] = {}  # cat -> kind
         self.shared: dict[tuple, dict] = {}  # kept args but the correlation id -> the one copy
+        self.others_by_values: dict[tuple, dict] = {}  # the same, by the compiled path's values
 
     def _times_only(self) -> None:
         # The categories whose events the reader need not make columns of (Kineto's spellings).
@@ -176,20 +177,16 @@ class _Builder:
         kinds = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        unread = _ARGLESS_KINDS | (self.skip_kinds - _ID_KINDS)
-        where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
-                 if found is not None and kind not in unread]
+        given = list(map(is_not, args, repeat(None)))
+        wanted = set(kinds).difference(_ARGLESS_KINDS, self.skip_kinds - _ID_KINDS)
+        where = _rows(kinds, wanted, given) if wanted else []
         if where:
-            for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
-                if values is not None:
-                    kept = {k: v for k, v in zip(KEPT_ARGS, values) if type(v) is int}
-                    if kept:
-                        correlations[i], column[i] = self._shared(kept)
+            self._kept_values(where, read_args(list(map(args.__getitem__, where))), column,
+                              correlations)
         op_args = None
         if "cpu_op" in self.columns_of and "cpu_op" in kinds:
             op_args = [None] * len(kinds)
-            where = [i for i, kind, found in zip(range(len(kinds)), kinds, args)
-                     if found is not None and kind == "cpu_op"]
+            where = _rows(kinds, {"cpu_op"}, given)
             if where:
                 n = len(KEPT_ARGS)
                 for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
@@ -198,18 +195,50 @@ class _Builder:
         self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
                                   correlations], op_args)
 
+    def _kept_values(self, where: list[int], values: list, column: list, correlations: list
+                     ) -> None:
+        """The correlation ids and shared others (as `_shared`) of rows `where` from the values
+        of their KEPT_ARGS (then maybe others): where those are ints or absent (as a rule),
+        looked up by the values but the correlation id, not a dict made per event."""
+        n = len(KEPT_ARGS)
+        kept = list(map(itemgetter(slice(0, n)), values)) if None not in values else None
+        # Only ints and MISSING: no two values that compare equal are read differently (1, 1.0
+        # and True would be one key).
+        if kept is None or not {int, object}.issuperset(set(map(type, chain.from_iterable(kept)))):
+            for i, found in zip(where, values):
+                if found is not None:
+                    args = {k: v for k, v in zip(KEPT_ARGS, found) if type(v) is int}
+                    if args:
+                        correlations[i], column[i] = self._shared(args)
+            return
+        ids = list(map(itemgetter(0), kept))
+        if MISSING in ids:
+            ids = [None if found is MISSING else found for found in ids]
+        others = list(map(itemgetter(slice(1, n)), kept))
+        by_values = self.others_by_values
+        for key in set(others).difference(by_values):
+            args = {k: v for k, v in zip(KEPT_ARGS[1:], key) if v is not MISSING}
+            by_values[key] = self.shared.setdefault(tuple(args.items()), args) if args \
+                else _NO_ARGS
+        for i, correlation, found in zip(where, ids, map(by_values.__getitem__, others)):
+            correlations[i], column[i] = correlation, found
+
     def _add_columns(self, kinds: list[str], columns: list[list], op_args: list | None = None
                      ) -> None:
         self.raw_count += len(kinds)
-        if self.skip_kinds and not self.skip_kinds.isdisjoint(kinds):  # not by category
-            keep = [kind not in self.skip_kinds for kind in kinds]
-            drop = list(map(not_, keep))
-            self._commit_skipped(_by_key(*(list(compress(columns[i], drop)) for i in (1, 3, 4))))
-            for kind in self.columns_of.intersection(kinds):
+        skipped = self.skip_kinds.intersection(kinds)  # not by category
+        if skipped:
+            starts, durations = columns[3], columns[4]
+            for kind in sorted(skipped):  # one pick of the rows of each kind, for all its columns
                 rows = list(map(kind.__eq__, kinds))
-                self._commit_columns(kind, *(list(compress(columns[i], rows)) for i in (0, 5, 6)),
-                                     list(compress(op_args, rows)) if op_args else None,
-                                     *(list(compress(columns[i], rows)) for i in (8, 7)))
+                self._commit_skipped([(kind, list(compress(starts, rows)),
+                                       list(compress(durations, rows)))])
+                if kind in self.columns_of:
+                    self._commit_columns(kind, *(list(compress(columns[i], rows))
+                                                 for i in (0, 5, 6)),
+                                         list(compress(op_args, rows)) if op_args else None,
+                                         *(list(compress(columns[i], rows)) for i in (8, 7)))
+            keep = list(map(not_, map(self.skip_kinds.__contains__, kinds)))
             columns = [list(compress(column, keep)) for column in columns]
         self.events.extend(map(Event, *columns))
 
@@ -236,8 +265,8 @@ class _Builder:
             times = self.skipped.get(kind)
             if times is None:  # arrays: 16 bytes an event, not a list's 64
                 times = self.skipped[kind] = (array("d"), array("d"))
-            times[0].extend(starts)
-            times[1].extend(durations)
+            times[0].extend(array("d", starts))  # made at once: a list's extend goes item by item
+            times[1].extend(array("d", durations))
 
     def _kinds(self, cats: list[str], names: list[str]) -> list[str]:
         kinds = self.kinds  # only categories that decide the kind alone
@@ -292,6 +321,11 @@ def _by_key(keys: list, *columns: list) -> list[tuple]:
             for key in sorted(distinct)]
 
 
+def _rows(kinds: list[str], wanted: set, given: list[bool]) -> list[int]:
+    """The rows of the `wanted` kinds that are `given` (args)."""
+    return list(compress(range(len(kinds)), map(and_, map(wanted.__contains__, kinds), given)))
+
+
 def _args_column(kinds: list[str], bodies: list) -> list[dict]:
     """The kept args of each event, from the text of its args object (None without args), read
     only for the kinds that have kept args."""
@@ -322,8 +356,7 @@ def _op_args_column(kinds: list[str], bodies: list) -> list:
     """The OP_ARGS values of the CPU ops (None for the other rows, and where json does not read
     the args: the reader is laxer than JSON inside them), from the text of their args."""
     column: list = [None] * len(kinds)
-    where = [i for i, kind, body in zip(range(len(kinds)), kinds, bodies)
-             if kind == "cpu_op" and body]
+    where = _rows(kinds, {"cpu_op"}, list(map(truth, bodies)))
     if not where:
         return column
     texts = list(map(bodies.__getitem__, where))
@@ -331,8 +364,13 @@ def _op_args_column(kinds: list[str], bodies: list) -> list:
         decoded = json.loads("[{" + "},{".join(texts) + "}]")
     except (ValueError, RecursionError):
         decoded = list(map(_decoded_or_none, texts))
-    for i, args in zip(where, decoded):
-        column[i] = op_values(args)
+    if None in decoded:  # some that json did not read
+        values = list(map(op_values, decoded))
+    else:  # a column per arg, then rows: no call in Python per event
+        values = list(zip(*(map(dict.get, decoded, repeat(key), repeat(MISSING))
+                            for key in OP_ARGS)))
+    for i, found in zip(where, values):
+        column[i] = found
     return column
 
 

@@ -537,6 +537,23 @@ def test_args_of_any_json_type_read_as_json_reads_them(tmp_path):
     same_trace(load_trace(path), build_trace(data, source=str(path)))
 
 
+
+def test_ids_of_any_json_type_read_as_json_reads_them(tmp_path, monkeypatch):
+    """Pids and tids that are floats or bools (equal to ints, but not the same ids) or strings,
+    among ints: each as json reads it, its type too."""
+    monkeypatch.setattr(tracetext, "CHUNK_BYTES", 400)  # runs of each mix, on both paths
+    ids = [1, 1.0, True, "1", 2]
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": pid, "tid": tid, "ts": 1.0 + i,
+               "dur": 2.0, "args": {"correlation": i}}
+              for i, (pid, tid) in enumerate((pid, tid) for pid in ids for tid in ids)]
+    data = {"traceEvents": events}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    loaded, reference = load_trace(path), build_trace(data, source=str(path))
+    same_trace(loaded, reference)
+    assert [(type(e.pid), type(e.tid)) for e in loaded.events] == \
+        [(type(e.pid), type(e.tid)) for e in reference.events]
+
 # The frozen traces (not the extra artifacts beside some of them, which are JSON of other shapes).
 COMMITTED = sorted(path for example in catalog.EXAMPLES for path in example.trace_paths if path.exists())
 
