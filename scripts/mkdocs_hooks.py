@@ -7,6 +7,7 @@ scripts.notebooks and scripts.pages, so the content would survive a move to anot
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -124,12 +125,36 @@ def on_post_build(config):
         target = site_dir / site_path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
+    compile_while_downloading(site_dir)
     # mkdocs-jupyter copied each notebook beside its page (include_source); the copy a reader
     # downloads knows the site's address, to fetch the snippets from.
     for notebook in notebooks.NOTEBOOKS:
         copy = site_dir / notebook.download_url
         if copy.is_file():
             copy.write_bytes(notebooks.published_copy(copy.read_bytes(), config.site_url or ""))
+
+
+# V8's explicit compile hint (Chrome 136+): a script that starts with it is compiled whole on a
+# background thread while it streams in, instead of function by function on the main thread as
+# each first runs. Material's bundle runs nearly all of itself at load, so none of that is wasted.
+COMPILE_HINT = "//# allFunctionsCalledOnLoad\n"
+
+
+def compile_while_downloading(site_dir: Path) -> None:
+    """Material's bundle in the built site marked with COMPILE_HINT: on a phone its evaluation was
+    the page's longest task (Part 3, Chromium, thread time, median of 10 loads each, alternating:
+    the evaluation 27.9 -> 23.0 ms and the mount after it 14.1 -> 12.2 ms on this host). The
+    source map's lines move down one with it."""
+    for bundle in (site_dir / "assets" / "javascripts").glob("bundle.*.min.js"):
+        text = bundle.read_text(encoding="utf-8")
+        if text.startswith(COMPILE_HINT):
+            continue  # `mkdocs serve` rebuilt without copying the theme's files again
+        bundle.write_text(COMPILE_HINT + text, encoding="utf-8")
+        source_map = bundle.with_name(bundle.name + ".map")
+        if source_map.is_file():
+            mapping = json.loads(source_map.read_text(encoding="utf-8"))
+            mapping["mappings"] = ";" + mapping["mappings"]  # an empty first line: the hint's
+            source_map.write_text(json.dumps(mapping), encoding="utf-8")
 
 
 EXCERPT_SEPARATOR = "<!-- more -->"  # Material's default post_excerpt_separator

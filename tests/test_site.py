@@ -200,3 +200,19 @@ def test_a_catalog_example_no_page_shows_is_reported():
     assert unshown_examples(everything) == []
     (message,) = unshown_examples(everything - {"01_matmul_add/64_bf16_warm_compile"})
     assert "01_matmul_add/64_bf16_warm_compile" in message and "scripts/catalog.py" in message
+
+
+def test_materials_bundle_compiles_while_it_downloads_and_its_map_still_points_home(built_site):
+    """The compile hint is the bundle's first line (V8 reads it only there), and the source map
+    moved with it: the hint's line maps nowhere, and every line of code maps somewhere."""
+    from scripts.mkdocs_hooks import COMPILE_HINT
+
+    bundles = list((built_site / "assets" / "javascripts").glob("bundle.*.min.js"))
+    assert len(bundles) == 1
+    text = bundles[0].read_text(encoding="utf-8")
+    assert text.startswith(COMPILE_HINT) and text.count(COMPILE_HINT) == 1
+    mapped = json.loads(bundles[0].with_name(bundles[0].name + ".map").read_text())["mappings"].split(";")
+    lines = text.split("\n")
+    assert mapped[0] == ""
+    code = [i for i, line in enumerate(lines) if line.strip() and not line.startswith("//")]
+    assert code and all(i < len(mapped) and mapped[i] for i in code)
