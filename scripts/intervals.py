@@ -14,6 +14,7 @@ from heapq import merge
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import le, lt, sub
 
+from . import oprows
 from .oprows import stable_order
 
 Column = list[float] | array  # floats, or an array of them ("d")
@@ -111,6 +112,8 @@ def union_of_rows(starts, ends) -> Merged:
 
 def union_of_columns(starts: Column, ends: Column) -> tuple[array, array]:
     """`union_of_rows`, in arrays."""
+    if len(starts) <= oprows.SMALL:
+        return _as_arrays(union_of_times(list(starts), list(ends)))
     starts, ends = _nonempty(starts, ends)
     if not all(map(le, starts, islice(starts, 1, None))):
         return union_of_arrays(starts, ends)
@@ -125,6 +128,8 @@ def union_of_columns(starts: Column, ends: Column) -> tuple[array, array]:
 
 def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
     """`union_of_times`, in arrays (a sorted copy of the starts, then of the ends)."""
+    if len(starts) <= oprows.SMALL:
+        return _as_arrays(union_of_times(list(starts), list(ends)))
     starts, ends = _nonempty(starts, ends)
     if not starts:
         return array("d"), array("d")
@@ -133,6 +138,12 @@ def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
     firsts = array("q", compress(range(1, len(starts)), map(lt, ends, islice(starts, 1, None))))
     return (array("d", chain((starts[0],), map(starts.__getitem__, firsts))),
             array("d", chain(map(ends.__getitem__, map(sub, firsts, repeat(1))), (ends[-1],))))
+
+
+def _as_arrays(merged: Merged) -> tuple[array, array]:
+    """Below oprows.SMALL rows the unions are taken in lists, at C speed (an array's every
+    value read makes a new float); their few merged intervals are returned as arrays."""
+    return array("d", merged[0]), array("d", merged[1])
 
 
 def _nonempty(starts: Column, ends: Column) -> tuple[Column, Column]:
@@ -150,6 +161,8 @@ def sorted_values(values: Column) -> array:
     already in order (the rows of a trace, by kind), merged at 16 bytes a value, where a sorted
     list would make a float object of 32 for each."""
     n = len(values)
+    if n <= oprows.SMALL:  # one sort at C speed (see oprows.SMALL)
+        return array("d", sorted(values))
     descents = compress(range(1, n), map(lt, islice(values, 1, None), values))
     bounds = [0, *islice(descents, _RUNS), n]
     if len(bounds) > _RUNS + 1:  # sorted by chunks, merged (12 bytes a value, not 40)

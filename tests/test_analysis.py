@@ -9,7 +9,7 @@ from array import array
 
 import pytest
 
-from scripts import analysis, intervals
+from scripts import analysis, intervals, oprows
 from scripts.analysis import (
     LaunchedWork,
     facts,
@@ -265,6 +265,7 @@ def test_interval_unions_and_coverage_match_a_plain_sweep(monkeypatch):
             assert tuple(map(list, intervals.union_of_columns(*columns))) == merged
         # Merged runs in order, or sorted where more than sorted_values' limit (made small here).
         monkeypatch.setattr(intervals, "_RUNS", rng.choice([1, 2, 64]))
+        monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, 1 << 18]))  # -1: never one sort
         runs = [v for _ in range(rng.randint(1, 4))
                 for v in sorted(rng.sample(starts, len(starts) // 2))]
         assert list(intervals.sorted_values(runs)) == sorted(runs)

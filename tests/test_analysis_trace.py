@@ -139,11 +139,13 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
     (a sort, by chunks merged), interleaved finely (beyond the merge's budget: a sort), with
     ties and NaN."""
     rng = random.Random(7)
-    limit, chunk = oprows._MERGED_RUNS, oprows._CHUNK
+    limit, chunk, small = oprows._MERGED_RUNS, oprows._CHUNK, oprows.SMALL
     for _ in range(2000):
         # A small limit of runs, and of steps: the sort's way and a merge given up midway.
         monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
         monkeypatch.setattr(oprows, "_CHUNK", rng.choice([chunk, 1, 3, 8]))  # a sort by chunks
+        # below oprows.SMALL rows, one sort: made -1 most of the time, so that merges run
+        monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, -1, small]))
         n = rng.randint(0, 80)
         values = [float(rng.randint(0, 25)) for _ in range(n)]
         cuts = sorted(rng.sample(range(n + 1), min(rng.choice([1, 2, 5, n + 1]), n + 1)))
