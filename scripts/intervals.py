@@ -15,7 +15,6 @@ from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import le, lt, sub
 
 from . import oprows
-from .oprows import stable_order
 
 Column = list[float] | array  # floats, or an array of them ("d")
 
@@ -102,6 +101,8 @@ def union_of_rows(starts, ends) -> Merged:
     them where the starts are sorted (rows in trace order): then a merged interval begins at
     S[i] when every interval before has ended (the running maximum of their ends is below
     S[i]), which is `union_of_times`' test, and ends at the largest end of its rows."""
+    if len(starts) <= oprows.SMALL:  # lists already: no round trip through arrays
+        return union_of_times(list(starts), list(ends))
     starts, ends = union_of_columns(starts, ends)
     return list(starts), list(ends)
 
@@ -166,7 +167,7 @@ def sorted_values(values: Column) -> array:
     descents = compress(range(1, n), map(lt, islice(values, 1, None), values))
     bounds = [0, *islice(descents, _RUNS), n]
     if len(bounds) > _RUNS + 1:  # sorted by chunks, merged (12 bytes a value, not 40)
-        ordered = stable_order(values)[1]
+        ordered = oprows.stable_order(values)[1]
         return ordered if isinstance(ordered, array) else array("d", ordered)
     if len(bounds) <= 2:
         return values if isinstance(values, array) else array("d", values)

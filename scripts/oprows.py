@@ -342,7 +342,6 @@ def trace_order(ts, dur) -> tuple[list[int] | array, list[float] | array]:
     profiler's buffer): those are merged, in arrays of 16 bytes a row, where a sort of all the
     rows by key would take some 70 (a list of int objects and one of new floats). Rows in many
     short runs (or with NaN starts, which order nothing) are sorted as a whole."""
-    n = len(ts)
     order, starts = stable_order(ts)
     longest_first_at_equal_starts(order, starts, dur.__getitem__)  # equal starts: the same
     return order, starts
