@@ -10,8 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from array import array
-from heapq import merge
-from itertools import accumulate, chain, compress, islice, pairwise, repeat
+from itertools import accumulate, chain, compress, islice, repeat
 from operator import le, lt, sub
 
 from . import oprows
@@ -154,22 +153,10 @@ def _nonempty(starts: Column, ends: Column) -> tuple[Column, Column]:
     return array("d", compress(starts, nonempty)), array("d", compress(ends, nonempty))
 
 
-_RUNS = 64  # the most runs in order that `sorted_values` merges
-
-
 def sorted_values(values: Column) -> array:
     """`sorted(values)` (no NaN among them) in an array: as a rule the values are a few runs
-    already in order (the rows of a trace, by kind), merged at 16 bytes a value, where a sorted
-    list would make a float object of 32 for each."""
-    n = len(values)
-    if n <= oprows.SMALL:  # one sort at C speed (see oprows.SMALL)
+    already in order (the rows of a trace, by kind), merged (`oprows.sorted_floats`) at 16 bytes
+    a value, where a sorted list would make a float object of 32 for each."""
+    if len(values) <= oprows.SMALL:  # one sort at C speed (see oprows.SMALL)
         return array("d", sorted(values))
-    descents = compress(range(1, n), map(lt, islice(values, 1, None), values))
-    bounds = [0, *islice(descents, _RUNS), n]
-    if len(bounds) > _RUNS + 1:  # sorted by chunks, merged (12 bytes a value, not 40)
-        ordered = oprows.stable_order(values)[1]
-        return ordered if isinstance(ordered, array) else array("d", ordered)
-    if len(bounds) <= 2:
-        return values if isinstance(values, array) else array("d", values)
-    # Equal values come out run by run, in order within each: as the stable sort orders them.
-    return array("d", merge(*(values[a:b] for a, b in pairwise(bounds))))
+    return oprows.sorted_floats(values)

@@ -12,9 +12,8 @@ import json
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from heapq import heapify, heappop, heappush, merge
-from itertools import compress, islice, pairwise, repeat
-from operator import add, and_, eq, gt, is_not, itemgetter, le, ne, truth
+from itertools import chain, compress, islice, pairwise, repeat
+from operator import add, and_, eq, gt, is_not, le, ne, truth
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -355,28 +354,63 @@ def stable_order(keys) -> tuple[list[int] | array, list[float] | array]:
     if n <= SMALL or any(map(ne, keys, keys)):  # few rows, or NaN (as sorted orders them)
         order = sorted(range(n), key=keys.__getitem__)
         return order, list(map(keys.__getitem__, order))
+    index = "i" if n < (1 << 31) else "q"
+    bounds = _run_bounds(keys)
+    if bounds is not None:  # a few runs in order: the file's own (a range of rows, no copy)
+        if len(bounds) <= 2:
+            return array(index, range(n)), array("d", keys)
+        rows = range(n)
+        return _merge_all([(rows, keys, a, b) for a, b in pairwise(bounds)], keys, index)
+    return _sorted_in_chunks(keys, index)
+
+
+def sorted_floats(values) -> array:
+    """`sorted(values)` (no NaN among them) in an array, as `stable_order`'s keys: the runs
+    already in order merged (or sorted chunks, where they are many) without a list of all."""
+    bounds = _run_bounds(values)
+    if bounds is None:  # sorted by chunks
+        runs = []
+        for first in range(0, len(values), _CHUNK):
+            run = array("d", sorted(values[first:first + _CHUNK]))
+            runs.append((run, 0, len(run)))
+    elif len(bounds) <= 2:
+        return values if isinstance(values, array) else array("d", values)
+    else:
+        runs = [(values, a, b) for a, b in pairwise(bounds)]
+    merged = array("d")
+    for equal, rest in _buckets(runs):
+        for i, a, b in equal:
+            merged += array("d", runs[i][0][a:b])
+        if len(rest) == 1:
+            i, a, b = rest[0]
+            merged += array("d", runs[i][0][a:b])
+        elif rest:
+            merged += array("d", sorted(chain.from_iterable(runs[i][0][a:b] for i, a, b in rest)))
+    return merged
+
+
+def _run_bounds(keys) -> list[int] | None:
+    """Where the runs in order of `keys` begin, and its length; None where they are more than
+    _MERGED_RUNS."""
+    n = len(keys)
     descents = compress(range(1, n), map(gt, keys, islice(keys, 1, None)))
     bounds = [0, *islice(descents, _MERGED_RUNS), n]  # of the runs, up to _MERGED_RUNS + 1
-    if len(bounds) - 1 <= _MERGED_RUNS:
-        order, ordered = _merged_runs(keys, bounds)
-        if order is not None:
-            return order, ordered
-    return _sorted_in_chunks(keys)
+    return bounds if len(bounds) - 1 <= _MERGED_RUNS else None
 
 
-_CHUNK = 1 << 16  # rows sorted at a time by `_sorted_in_chunks`
+_CHUNK = 1 << 16  # rows sorted at a time (by `_sorted_in_chunks`, and in each range merged)
+_SAMPLE = 64  # every _SAMPLE-th key of each run read to cut the merged keys into ranges
 # Up to this many rows the orders are one sort at C speed: its lists (some 70 bytes a row, 18 MB
 # here) matter only at millions of rows, where merging runs in arrays saves them but costs
 # Python steps (a trace of 200k events took 20% longer merged).
 SMALL = 1 << 18
 
 
-def _sorted_in_chunks(keys) -> tuple[array, array]:
+def _sorted_in_chunks(keys, index: str) -> tuple[array, array]:
     """`stable_order` by sorting chunks of rows (a list of int objects and one of floats for
     one chunk at a time, not for all), then merging them: equal keys by row number, so in file
     order, as one stable sort."""
     n = len(keys)
-    index = "i" if n < (1 << 31) else "q"
     chunks = []
     for first in range(0, n, _CHUNK):
         rows = sorted(range(first, min(first + _CHUNK, n)), key=keys.__getitem__)
@@ -384,60 +418,62 @@ def _sorted_in_chunks(keys) -> tuple[array, array]:
         del rows
     if len(chunks) <= 1:
         return chunks[0][:2] if chunks else (array(index), array("d"))
-    merged = _merge_all(list(chunks), n, index)  # as a rule the chunks hardly interleave
-    if merged is not None:
-        return merged
-    order = array(index, map(itemgetter(1), merge(*(zip(ts, rows) for rows, ts, _, _ in chunks))))
-    del chunks
-    return order, array("d", map(keys.__getitem__, order))
+    return _merge_all(chunks, keys, index)
 
 
-def _merged_runs(ts, bounds: list[int]) -> tuple[array | None, array]:
-    """The rows of the runs ts[bounds[i]:bounds[i + 1]] (each in order) in order, and their
-    starts; (None, _) where the runs interleave so finely that merging would take a line of
-    Python for every few rows (then a sort is faster). A run is (rows, starts, lo, hi): the
-    file's own at first (a range of rows and `ts` itself: no copy), then arrays of merged rows."""
-    index = "i" if bounds[-1] < (1 << 31) else "q"
-    if len(bounds) <= 2:
-        return array(index, range(bounds[-1])), array("d", ts)
-    rows = range(bounds[-1])
-    merged = _merge_all([(rows, ts, a, b) for a, b in pairwise(bounds)], bounds[-1], index)
-    return merged or (None, array("d"))
-
-
-def _merge_all(runs: list[tuple], n: int, index: str) -> tuple[array, array] | None:
-    """The runs (rows, starts, lo, hi: rows[lo:hi] and their starts in order; of `n` rows in
-    all, each run of rows earlier in the file than the next one's) merged into one, its rows
-    and starts, all at once (only the result is made, 12 bytes a row): each step takes from the
-    run whose next start is least, at C speed, its rows up to the next start of the others
-    (those of an earlier run first at equal starts, as a stable sort). None where that would
-    take more than a step of Python for every few rows."""
-    steps = n // 4 + _MERGED_RUNS
+def _merge_all(runs: list[tuple], keys, index: str) -> tuple[array, array]:
+    """The runs (rows, starts, lo, hi: rows[lo:hi] and their starts in order; each run of rows
+    earlier in the file than the next one's; `keys` the starts by row) merged into one, its rows
+    and starts (only the result is made, 12 bytes a row): a range of keys at a time
+    (`_buckets`), its pieces of the runs taken as they are where one run holds them, else
+    sorted together at C speed (a sort of runs in order merges them), in lists of one range's
+    rows, not of all. A stable sort of pieces in run order: equal keys in file order."""
     rows, starts = array(index), array("d")
-    at = [run[2] for run in runs]
-    heads = [(run[1][run[2]], i) for i, run in enumerate(runs) if run[2] < run[3]]
-    heapify(heads)
-    while heads:
-        steps -= 1
-        if steps < 0:
-            return None
-        _, i = heappop(heads)
-        run_rows, run_starts, _, end = runs[i]
-        lo = at[i]
-        if heads:
-            following, j = heads[0]  # the least next start of the others (the earliest run's)
-            k = (bisect_right if i < j else bisect_left)(run_starts, following, lo, end)
-        else:
-            k = end
-        rows.extend(run_rows[lo:k])
-        starts.extend(run_starts[lo:k])
-        at[i] = k
-        if k < end:
-            heappush(heads, (run_starts[k], i))
+    for equal, rest in _buckets([run[1:] for run in runs]):
+        for i, a, b in equal if len(rest) != 1 else (*equal, *rest):  # as they are
+            rows += array(index, runs[i][0][a:b])
+            starts += array("d", runs[i][1][a:b])
+        if len(rest) > 1:
+            taken = list(chain.from_iterable(runs[i][0][a:b] for i, a, b in rest))
+            taken.sort(key=keys.__getitem__)
+            rows += array(index, taken)
+            starts += array("d", map(keys.__getitem__, taken))
     return rows, starts
 
 
-_MERGED_RUNS = 1024  # the most runs merged (each merge step is a line of Python)
+def _buckets(runs: list[tuple]):
+    """The keys of the runs (keys, lo, hi: keys[lo:hi] in order, no NaN) cut into ranges of
+    about _CHUNK keys, in order, at keys read every _SAMPLE-th of each run; for each range, the
+    pieces (run number, a, b: keys[a:b] of that run) that hold its least key (`equal`, its
+    first, in run order), then those that hold the rest. A range holds fewer than
+    _CHUNK // _SAMPLE of the keys read above its least, so its rest is at most
+    (_CHUNK // _SAMPLE + the runs) * _SAMPLE keys, however many keys are equal."""
+    samples = sorted(chain.from_iterable(keys[lo:hi:_SAMPLE] for keys, lo, hi in runs))
+    every = max(_CHUNK // _SAMPLE, 1)
+    cuts = sorted(set(islice(samples, every, None, every)))
+    del samples
+    at = [lo for _, lo, _ in runs]
+    low = None  # the least key of the range (None: the first, from the least of all)
+    for cut in chain(cuts, (None,)):
+        equal, rest = [], []
+        for i, (keys, _, hi) in enumerate(runs):
+            a = at[i]
+            if a == hi:
+                continue
+            b = hi if cut is None else bisect_left(keys, cut, a, hi)
+            if a == b:
+                continue
+            middle = a if low is None else bisect_right(keys, low, a, b)
+            if middle > a:
+                equal.append((i, a, middle))
+            if b > middle:
+                rest.append((i, middle, b))
+            at[i] = b
+        yield equal, rest
+        low = cut
+
+
+_MERGED_RUNS = 1024  # the most runs merged (each range of keys takes a line of Python a run)
 
 
 def longest_first_at_equal_starts(items: list | array, starts, duration) -> None:

@@ -264,7 +264,9 @@ def test_interval_unions_and_coverage_match_a_plain_sweep(monkeypatch):
             assert tuple(map(list, intervals.union_of_arrays(*columns))) == merged
             assert tuple(map(list, intervals.union_of_columns(*columns))) == merged
         # Merged runs in order, or sorted where more than sorted_values' limit (made small here).
-        monkeypatch.setattr(intervals, "_RUNS", rng.choice([1, 2, 64]))
+        monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([1, 2, 64]))
+        monkeypatch.setattr(oprows, "_CHUNK", rng.choice([1, 3, 1 << 16]))
+        monkeypatch.setattr(oprows, "_SAMPLE", rng.choice([1, 2, 64]))
         monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, 1 << 18]))  # -1: never one sort
         runs = [v for _ in range(rng.randint(1, 4))
                 for v in sorted(rng.sample(starts, len(starts) // 2))]

@@ -136,14 +136,16 @@ def test_events_are_in_trace_order_parents_first():
 def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
     """oprows' orders merge the runs already in order, in arrays, instead of sorting all rows:
     held against the sort they replace, on rows in a few runs (one per thread or flush), in many
-    (a sort, by chunks merged), interleaved finely (beyond the merge's budget: a sort), with
+    (a sort, by chunks merged), interleaved finely, cut into ranges of one key or of many, with
     ties and NaN."""
     rng = random.Random(7)
     limit, chunk, small = oprows._MERGED_RUNS, oprows._CHUNK, oprows.SMALL
-    for _ in range(2000):
-        # A small limit of runs, and of steps: the sort's way and a merge given up midway.
+    for _ in range(4000):
+        # A small limit of runs: the way of sorted chunks.
         monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
         monkeypatch.setattr(oprows, "_CHUNK", rng.choice([chunk, 1, 3, 8]))  # a sort by chunks
+        # keys read to cut the merge into ranges: every one, or few (ranges of many keys)
+        monkeypatch.setattr(oprows, "_SAMPLE", rng.choice([1, 2, 3, 64]))
         # below oprows.SMALL rows, one sort: made -1 most of the time, so that merges run
         monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, -1, small]))
         n = rng.randint(0, 80)
