@@ -15,8 +15,7 @@ from itertools import accumulate, compress, repeat
 from operator import add, eq, ge, gt, lt, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
-from .intervals import (Merged, intersection, union_of_arrays, union_of_columns,
-                        union_of_times)
+from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
 from .launches import activity_table, launch_table
 from .oprows import Coded, stable_order
 from .trace import Trace, Window
@@ -231,8 +230,7 @@ def _host_work(trace: Trace) -> tuple[array, array]:
     arrays (a trace has hundreds of thousands of them)."""
     starts, ends = array("d"), array("d")
     for kind in sorted(HOST_WORK_KINDS):
-        kind_starts, kind_durations = trace.time_columns(kind)
-        merged = union_of_columns(kind_starts, array("d", map(add, kind_starts, kind_durations)))
+        merged = union_of_spans(*trace.time_columns(kind))
         starts += merged[0]
         ends += merged[1]
         del merged

@@ -34,11 +34,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache, partial
 from itertools import compress, repeat
-from operator import and_, is_, not_, sub
+from operator import and_, ge, is_, le, lt, ne, not_, sub
 
 from .analysis import rounded, short_name
 from .launches import activity_table, launch_table
-from .oprows import OP_ARG_KINDS, OpRows, op_rows  # noqa: F401 (OP_ARG_KINDS: load_trace's)
+from .oprows import (_NO_SEQUENCE, OP_ARG_KINDS, Coded, OpRows, Sequences,  # noqa: F401
+                     op_rows)  # (OP_ARG_KINDS: load_trace's)
 from .trace import Event, Trace, Window
 TOP_SHAPES = 15
 TOP_SOURCES = 10
@@ -267,7 +268,10 @@ class _Nesting:
             rows = range(len(threads))
             starts, ends = self.ts, self.end
         else:
-            mine = bytes(map(thread.__eq__, threads))
+            code = threads._code.get(thread) if isinstance(threads, Coded) else None
+            # Coded: its codes compared with one int (not each row's tuple with the thread)
+            mine = (bytes(map(thread.__eq__, threads)) if code is None else
+                    bytes(map(code.__eq__, threads.codes)))
             rows = array(index, compress(range(len(threads)), mine))
             starts, ends = array("d", compress(self.ts, mine)), array("d", compress(self.end, mine))
             del mine
@@ -314,6 +318,56 @@ class _Nesting:
             return True, None if nearest[at] < 0 else rows[nearest[at]]
         marked = self.marked
         return True, next((row for row in self.running(thread, t) if marked[row]), None)
+
+    def innermost_marked_all(self, threads: list[tuple], times) -> tuple[bytearray, array]:
+        """`innermost_marked` of each (threads[i], times[i]): whether any row runs (a byte
+        each) and the innermost marked row (-1: none), the queries of a thread together (its
+        columns read once, no call of Python a query where nesting is exact)."""
+        some, mine = bytearray(len(times)), array("q", [-1]) * len(times)
+        marked = self.marked
+        for thread, queries in _rows_by(threads).items():
+            found = self._thread(thread)
+            if found is None:
+                continue
+            rows, starts, ends, parents, nearest, earliest, by_end = found
+            for i in queries:
+                t = times[i]
+                at = bisect_right(starts, t) - 1
+                while at >= 0 and ends[at] < t:  # rows that ended before t: not running
+                    parent = parents[at]
+                    at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end,
+                                                                   parents, at)
+                if at < 0:
+                    continue
+                some[i] = 1
+                if nearest[at] == _UNKNOWN:
+                    self._fill(found, at)
+                if earliest[at] >= t:
+                    if nearest[at] >= 0:
+                        mine[i] = rows[nearest[at]]
+                else:
+                    mine[i] = next((row for row in self.running(thread, t) if marked[row]), -1)
+        return some, mine
+
+    def innermost_all(self, threads: list[tuple], times) -> array:
+        """The innermost row running at each (threads[i], times[i]) (-1: none), as
+        `next(running(...))`, the queries of a thread together."""
+        innermost = array("q", [-1]) * len(times)
+        for thread, queries in _rows_by(threads).items():
+            found = self._thread(thread)
+            if found is None:
+                continue
+            rows, starts, ends, parents, _, _, by_end = found
+            for i in queries:
+                t = times[i]
+                at = bisect_right(starts, t) - 1
+                while at >= 0 and ends[at] < t:
+                    parent = parents[at]
+                    at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end,
+                                                                   parents, at)
+                if at >= 0:
+                    innermost[i] = rows[at]
+        return innermost
 
     def _fill(self, found: tuple, at: int) -> None:
         rows, starts, ends, parents, nearest, earliest, by_end = found
@@ -393,27 +447,48 @@ def _down_to_user(names: list[str], user: bytes, chain: list[int]) -> list[str]:
     return [names[f] for f in inner[:at + 1]]
 
 
-def _forward_point(ops: OpRows, nesting: _Nesting, forward: dict, thread: tuple,
-                   t: float) -> tuple | None:
+def _forward_points(ops: OpRows, nesting: _Nesting, items: _Items, some: bytearray
+                    ) -> array | None:
     """Work of the backward pass runs on autograd's thread, which has no Python frames: its
     frames are those of the forward op it differentiates, found as autograd links them (the
-    backward op's `Sequence number`, with a `Fwd thread id`, names the forward op's). The
-    (thread, time) of that forward op, for the innermost backward op running at `t` that has
-    one; None without."""
+    backward op's `Sequence number`, with a `Fwd thread id`, names the forward op's). For each
+    item where no frame runs (not `some`), the row of that forward op, for the innermost
+    backward op running there that has one; -1 without (None: for none)."""
+    forward = _forward_ops(ops)
     sequence, is_backward = ops.sequence, ops.forward
-    for j in nesting.running(thread, t):
-        if is_backward[j]:
-            linked = forward.get(sequence[j])
-            if linked is not None:
-                return ops.threads[linked], ops.ts[linked]
-    return None
+    numbers, other = ((sequence.numbers, sequence.other) if isinstance(sequence, Sequences)
+                      else (sequence, {}))
+    linked = array("q", [-1]) * len(items)
+    found = False
+    for i in compress(range(len(items)), map(not_, some)):
+        for j in nesting.running(items.threads[i], items.ts[i]):
+            if is_backward[j]:
+                number = numbers[j]
+                row = forward.get(other.get(j) if number == _NO_SEQUENCE else number)
+                if row is not None:
+                    linked[i] = row
+                    found = True
+                    break
+    return linked if found else None
 
 
 def _forward_ops(ops: OpRows) -> dict:
     """Sequence number -> the outermost forward op (first in trace order) that has it."""
-    forward_int = map(and_, map(not_, ops.forward), map(is_, map(type, ops.sequence), repeat(int)))
-    rows = list(compress(range(len(ops.sequence)), forward_int))  # a list at a time
-    return dict(zip(map(ops.sequence.__getitem__, reversed(rows)), reversed(rows)))
+    sequence = ops.sequence
+    if isinstance(sequence, Sequences):  # the ints in 64 bits read as they are
+        rows = list(compress(range(len(sequence)), map(and_, map(not_, ops.forward),
+                                                         map(ne, sequence.numbers,
+                                                             repeat(_NO_SEQUENCE)))))
+        wider = [row for row, value in sequence.other.items()
+                 if type(value) is int and not ops.forward[row]]
+        if not wider:
+            return dict(zip(map(sequence.numbers.__getitem__, reversed(rows)), reversed(rows)))
+        rows = sorted(rows + wider)
+    else:
+        forward_int = map(and_, map(not_, ops.forward),
+                          map(is_, map(type, sequence), repeat(int)))
+        rows = list(compress(range(len(sequence)), forward_int))  # a list at a time
+    return dict(zip(map(sequence.__getitem__, reversed(rows)), reversed(rows)))
 
 
 def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[SourceLine]:
@@ -428,13 +503,8 @@ def source_facts(trace: Trace, window: Window, top: int = TOP_SOURCES) -> list[S
 
 def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Window,
                   top: int) -> list[SourceLine]:
-    items = _Items()
-    calls, activities = launch_table(trace), activity_table(trace)  # as columns
-    for i, row in enumerate(activities.launch_rows(calls)):
-        if row >= 0 and window.start <= calls.ts[row] < window.end:
-            items.add(activities.names[i], activities.kinds[i], activities.dur[i],
-                      calls.threads[row], calls.ts[row])
-    if not items and not activities and ops is not None:
+    items = _launched(trace, window)
+    if not items and not activity_table(trace) and ops is not None:
         own = _self_times(ops.ts, ops.end, ops.dur, ops.threads)
         for name, mine, thread, ts in zip(ops.names, own, ops.threads, ops.ts):
             if window.start <= ts < window.end:
@@ -446,25 +516,31 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
     user = bytes(map(by_name.__getitem__, python.names))  # whether a frame is user code
     frames = _Nesting(python.ts, python.end, python.threads, user)
     op_nesting = _Nesting(ops.ts, ops.end, ops.threads) if ops is not None else None
-    backward = ops is not None and ops.sequence is not None
-    forward = None  # _forward_ops, made when first needed
+    some, innermost = frames.innermost_marked_all(items.threads, items.ts)
+    # Where the frames are read: at the launch (-1), or for work of the backward pass on a
+    # thread without frames, at the forward op it differentiates (that op's row).
+    points = array("q", [-1]) * len(items)
+    if not all(some) and ops is not None and ops.sequence is not None:
+        linked = _forward_points(ops, op_nesting, items, some)
+        if linked:
+            points = linked
+            pending = array("q", compress(range(len(items)), map(ge, linked, repeat(0))))
+            threads = list(map(ops.threads.__getitem__, map(linked.__getitem__, pending)))
+            at = array("d", map(ops.ts.__getitem__, map(linked.__getitem__, pending)))
+            for i, mine in zip(pending, frames.innermost_marked_all(threads, at)[1]):
+                innermost[i] = mine
     totals: dict[str, float] = {}
-    groups: dict[tuple, list] = {}  # (name, kind, frame) -> count, time, its items, (thread, time)
-    for i, (name, kind, time, thread, ts) in enumerate(zip(*items.columns())):
+    groups: dict[tuple, list] = {}  # (name, kind, frame) -> count, time, its items, point
+    names = python.names  # a frame's name by codes where Coded (no call of Python an item)
+    frame_names, frame_of = ((names.values, names.codes) if isinstance(names, Coded) else
+                             (names, range(len(names))))
+    for i, (name, kind, time, mine) in enumerate(zip(items.names, items.kinds, items.times,
+                                                      innermost)):
         totals[kind] = totals.get(kind, 0.0) + time
-        point = thread, ts  # where the frames are read
-        some, mine = frames.innermost_marked(thread, ts)
-        if not some and backward:
-            if forward is None:
-                forward = _forward_ops(ops)
-            linked = _forward_point(ops, op_nesting, forward, thread, ts)
-            if linked is not None:
-                point = linked
-                mine = frames.innermost_marked(*linked)[1]
-        key = name, kind, None if mine is None else python.names[mine]
+        key = name, kind, None if mine < 0 else frame_names[frame_of[mine]]
         entry = groups.get(key)
         if entry is None:
-            entry = groups[key] = [0, 0.0, array("i" if len(items) < (1 << 31) else "q"), point]
+            entry = groups[key] = [0, 0.0, array("i" if len(items) < (1 << 31) else "q"), i]
         entry[0] += 1
         entry[1] += time
         entry[2].append(i)
@@ -475,8 +551,46 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
         op=_commonest_op(ops, op_nesting, items, members) if kind != "cpu_op" else None,
         frame=None if frame is None else short_frame(frame),
         stack=[short_frame(f) for f in
-               _down_to_user(python.names, user, frames.chain(*point))][:STACK_DEPTH],
-    ) for (name, kind, frame), (count, time, members, point) in ranked]
+               _down_to_user(python.names, user,
+                             frames.chain(*_point(ops, items, points, first)))][:STACK_DEPTH],
+    ) for (name, kind, frame), (count, time, members, first) in ranked]
+
+
+def _point(ops: OpRows | None, items: _Items, points: array, i: int) -> tuple:
+    """The (thread, time) where the frames of item i are read (see `_source_facts`)."""
+    row = points[i]
+    return (items.threads[i], items.ts[i]) if row < 0 else (ops.threads[row], ops.ts[row])
+
+
+def _launched(trace: Trace, window: Window) -> _Items:
+    """The GPU activities launched in the window (by their launch call's start), with their
+    call's thread and start: columns taken at C speed, not a row at a time."""
+    calls, activities = launch_table(trace), activity_table(trace)
+    rows = activities.launch_rows(calls)
+    chosen = array("q", compress(range(len(rows)), map(ge, rows, repeat(0))))
+    at = array("d", map(calls.ts.__getitem__, map(rows.__getitem__, chosen)))
+    inside = bytes(map(and_, map(le, repeat(window.start), at), map(lt, at, repeat(window.end))))
+    if not all(inside):
+        chosen = array("q", compress(chosen, inside))
+        at = array("d", compress(at, inside))
+    items = _Items()
+    items.names = list(activities.names.take(chosen))
+    items.kinds = list(activities.kinds.take(chosen))
+    items.times = array("d", map(activities.dur.__getitem__, chosen))
+    items.threads = list(calls.threads.take(array("q", map(rows.__getitem__, chosen))))
+    items.ts = at
+    return items
+
+
+def _rows_by(keys) -> dict:
+    """key -> the positions that hold it, in order."""
+    rows: dict = {}
+    for i, key in enumerate(keys):
+        found = rows.get(key)
+        if found is None:
+            found = rows[key] = array("q")
+        found.append(i)
+    return rows
 
 
 class _Items:
@@ -497,9 +611,6 @@ class _Items:
         self.threads.append(thread)
         self.ts.append(ts)
 
-    def columns(self) -> tuple[list, ...]:
-        return self.names, self.kinds, self.times, self.threads, self.ts
-
     def __len__(self) -> int:
         return len(self.names)
 
@@ -510,11 +621,11 @@ def _commonest_op(ops: OpRows | None, nesting: _Nesting | None, items: _Items,
     equally many), None without any: asked only of the groups shown."""
     if nesting is None:
         return None
+    innermost = nesting.innermost_all(list(map(items.threads.__getitem__, members)),
+                                      array("d", map(items.ts.__getitem__, members)))
     counts: dict[str, int] = {}
-    for i in members:
-        thread, ts = items.threads[i], items.ts[i]
-        op = next(nesting.running(thread, ts), None)
-        if op is not None:
+    for op in innermost:
+        if op >= 0:
             op = ops.names[op]
             counts[op] = counts.get(op, 0) + 1
     return max(counts, key=lambda o: (counts[o], o)) if counts else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from array import array
+from operator import add
 
 import pytest
 
@@ -263,6 +264,11 @@ def test_interval_unions_and_coverage_match_a_plain_sweep(monkeypatch):
         for columns in ((starts, ends), (array("d", starts), array("d", ends))):
             assert tuple(map(list, intervals.union_of_arrays(*columns))) == merged
             assert tuple(map(list, intervals.union_of_columns(*columns))) == merged
+        # From starts and durations (no column of ends): sorted or not, split into chunks.
+        for columns in (rows, rows[::-1]):
+            begins, durations = array("d", [s for s, _ in columns]), [e - s for s, e in columns]
+            assert tuple(map(list, intervals.union_of_spans(begins, durations))) == \
+                plain_union(begins, list(map(add, begins, durations)))
         # Merged runs in order, or sorted where more than sorted_values' limit (made small here).
         monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([1, 2, 64]))
         monkeypatch.setattr(oprows, "_CHUNK", rng.choice([1, 3, 1 << 16]))

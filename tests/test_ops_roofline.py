@@ -104,6 +104,16 @@ def test_enclosing_events_are_those_running_on_the_thread():
         assert next(nesting.running(thread, t), None) == (rows[-1] if rows else None)
         assert nesting.innermost_marked(thread, t) == (
             bool(rows), next((row for row in reversed(rows) if marked[row]), None))
+    # The same queries asked all at once (each thread's together), of a fresh nesting too.
+    for asked in (nesting, _Nesting([e.ts for e in events], [e.end for e in events],
+                                    [(e.pid, e.tid) for e in events], marked)):
+        threads, times = [thread for thread, _ in queries], [t for _, t in queries]
+        some, mine = asked.innermost_marked_all(threads, times)
+        innermost = asked.innermost_all(threads, times)
+        for k, found in enumerate(running):
+            rows = [row_of[id(e)] for e in found]
+            assert some[k] == bool(rows) and innermost[k] == (rows[-1] if rows else -1)
+            assert mine[k] == next((row for row in reversed(rows) if marked[row]), -1)
 
 
 def test_library_frames_and_short_paths():
