@@ -12,7 +12,7 @@ import re
 from array import array
 from bisect import bisect_left
 from itertools import accumulate, compress, repeat
-from operator import add, eq, ge, gt, lt, sub
+from operator import add, eq, ge, gt, lt, or_, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
@@ -98,19 +98,26 @@ class TraceIndex:
         call_starts = self.calls.ts
         launch_starts = array("d", (-math.inf if row < 0 else call_starts[row]
                                     for row in self.launches))
-        by_stream = _rows_by(zip(self.device_of, self.stream_of))  # in placing order
+        pairs = Coded()  # (device, stream) of each
+        pairs.extend_pairs(list(self.device_of), list(self.stream_of))
+        by_stream = _rows_by(pairs)  # in placing order
+        del pairs
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
         times, codes, durs, keys = array("d"), array("i"), array("d"), Coded()
+        # Each stream's activities by start; kept for `_idle_before` (a GPU of one stream, as
+        # a rule: the same order, not sorted twice).
+        self._by_stream_start = {}
         for key, on_stream in by_stream.items():
-            on_stream = _by_start(on_stream, starts)
+            on_stream = self._by_stream_start[key] = _by_start(on_stream, starts)
             previous, current = on_stream[:-1], on_stream[1:]
             previous_ends = array("d", map(ends.__getitem__, previous))
             gaps = array("d", map(sub, _take(starts, current), previous_ends))
-            host_wait = map(gt, map(launch_starts.__getitem__, current), previous_ends)
-            kernel_wait = map(lt, gaps, repeat(KERNEL_WAIT_US))
+            host_wait = bytes(map(gt, map(launch_starts.__getitem__, current), previous_ends))
+            kernel_wait = bytes(map(lt, gaps, repeat(KERNEL_WAIT_US)))
             base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
-            codes.extend(base if host else base + 1 if kernel else base + 2
-                         for host, kernel in zip(host_wait, kernel_wait))
+            # category: 0 host wait, else 1 kernel wait, else 2 (= 2 - host - (host or kernel))
+            codes.extend(map(sub, map(sub, repeat(base + 2), host_wait),
+                             map(or_, host_wait, kernel_wait)))
             times += array("d", map(self.placed_times.__getitem__, current))
             durs += gaps
             keys.extend([key] * len(gaps))
@@ -132,8 +139,14 @@ class TraceIndex:
         self.idle_host_wait, self.idle_queued, self.idle_other = (array("d", bytes(8 * n))
                                                                   for _ in range(3))
         call_starts, call_durs = self.calls.ts, self.calls.dur
-        for members in _rows_by(self.device_of).values():
-            members = _by_start(members, self.starts)
+        streams: dict = {}  # device -> its streams' keys
+        for key in self._by_stream_start:
+            streams.setdefault(key[0], []).append(key)
+        for device, members in _rows_by(self.device_of).items():
+            keys = streams[device]
+            # A GPU of one stream: its rows, sorted by start already.
+            members = (self._by_stream_start[keys[0]] if len(keys) == 1 else
+                       _by_start(members, self.starts))
             starts = array("d", map(self.starts.__getitem__, members))
             ends = array("d", map(self.ends.__getitem__, members))
             first_launch = self.launches[members[0]]
@@ -150,6 +163,7 @@ class TraceIndex:
                 self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
         self.idle = array("d", map(add, map(add, self.idle_host_wait, self.idle_queued),
                                    self.idle_other))
+        del self._by_stream_start
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
@@ -193,7 +207,14 @@ def _take(column: list, indices: list[int]) -> list:
 
 
 def _rows_by(keys) -> dict:
-    """key -> its rows, in order, as arrays (4 bytes a row, not an int object's 32)."""
+    """key -> its rows, in order, as arrays (4 bytes a row, not an int object's 32); the keys
+    in order of their first row. Of a Coded column of few values, a pass over its codes for
+    each (C loops, not a line of Python a row)."""
+    if isinstance(keys, Coded) and len(keys.values) <= _FEW_KEYS:
+        found = {code: array("i", compress(range(len(keys)), map(code.__eq__, keys.codes)))
+                 for code in set(keys.codes)}
+        return {keys.values[code]: rows for code, rows in sorted(found.items(),
+                                                                 key=lambda kv: kv[1][0])}
     rows: dict = {}
     for i, key in enumerate(keys):
         found = rows.get(key)
@@ -201,6 +222,9 @@ def _rows_by(keys) -> dict:
             found = rows[key] = array("i")
         found.append(i)
     return rows
+
+
+_FEW_KEYS = 32  # the most values of a Coded column that `_rows_by` reads a value at a time
 
 
 def _by_start(rows: array, starts) -> array:

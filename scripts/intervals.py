@@ -11,7 +11,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from array import array
-from itertools import accumulate, chain, compress, islice, repeat
+from itertools import accumulate, chain, compress, islice
 from operator import add, le, lt, sub
 
 from . import oprows
@@ -91,9 +91,9 @@ def union_of_times(starts: list[float], ends: list[float]) -> Merged:
     if not starts:
         return [], []
     starts, ends = sorted(starts), sorted(ends)
-    firsts = list(compress(range(1, len(starts)), map(lt, ends, islice(starts, 1, None))))
-    return ([starts[0], *map(starts.__getitem__, firsts)],
-            [*map(ends.__getitem__, map(sub, firsts, repeat(1))), ends[-1]])
+    breaks = list(map(lt, ends, islice(starts, 1, None)))  # a merged interval ends at E[i]
+    return ([starts[0], *compress(islice(starts, 1, None), breaks)],
+            [*compress(ends, breaks), ends[-1]])
 
 
 def union_of_rows(starts, ends) -> Merged:
@@ -168,9 +168,10 @@ def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
         return array("d"), array("d")
     starts = sorted_values(starts)
     ends = sorted_values(ends)
-    firsts = array("q", compress(range(1, len(starts)), map(lt, ends, islice(starts, 1, None))))
-    return (array("d", chain((starts[0],), map(starts.__getitem__, firsts))),
-            array("d", chain(map(ends.__getitem__, map(sub, firsts, repeat(1))), (ends[-1],))))
+    # Whether a merged interval ends at E[i] (and the next begins at S[i + 1]): a byte each.
+    breaks = bytes(map(lt, ends, islice(starts, 1, None)))
+    return (array("d", chain((starts[0],), compress(islice(starts, 1, None), breaks))),
+            array("d", chain(compress(ends, breaks), (ends[-1],))))
 
 
 def _as_arrays(merged: Merged) -> tuple[array, array]:
