@@ -27,7 +27,7 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
     `top` is 0 the WIDEST_GAPS widest gaps."""
     lo, hi = index.placed_range(window)
     starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds[lo:hi]
-    merged = _union_of(starts, ends)
+    merged = _union_of_range(index, lo, hi, starts, ends)
     n_gpus = max(len(index.devices), 1)
     busy = sum((covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
     cpu_work = covered(index.host_work, window.start, window.end)
@@ -78,6 +78,14 @@ def _union_of(starts: list[float], ends: list[float]) -> _Union | None:
     if not starts:
         return None
     return _Union(union_of_arrays(starts, ends), min(starts), max(ends))
+
+
+def _union_of_range(index: TraceIndex, lo: int, hi: int, starts, ends) -> _Union | None:
+    """`_union_of` the activities [lo, hi) of the index: of all of them on one GPU, that GPU's
+    busy intervals, which the index holds already (the same union of the same columns)."""
+    if lo == 0 and hi == len(index.starts) and len(index.busy_by_device) == 1 and starts:
+        return _Union(next(iter(index.busy_by_device.values())), min(starts), max(ends))
+    return _union_of(starts, ends)
 
 
 def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, widest: int
@@ -168,7 +176,9 @@ def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
     cut = hta_scope_end(index.trace)
     columns = (index.starts, index.ends, index.kinds)
     if cut is None:
-        return _temporal_breakdown("whole trace", *columns)
+        return _temporal_breakdown("whole trace", *columns,
+                                   _union_of_range(index, 0, len(index.starts),
+                                                   index.starts, index.ends))
     # Kept: launched before the cut, that is placed before it (an activity is placed at its launch).
     chosen = bytes(map(and_, map(ge, index.launches, repeat(0)),
                        map(lt, index.placed_times, repeat(cut))))
