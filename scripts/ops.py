@@ -323,7 +323,7 @@ class _Nesting:
         """`innermost_marked` of each (threads[i], times[i]): whether any row runs (a byte
         each) and the innermost marked row (-1: none), the queries of a thread together (its
         columns read once, no call of Python a query where nesting is exact)."""
-        some, mine = bytearray(len(times)), array("q", [-1]) * len(times)
+        some, mine = bytearray(len(times)), array(_index(self.ts), [-1]) * len(times)
         marked = self.marked
         for thread, queries in _rows_by(threads).items():
             found = self._thread(thread)
@@ -352,7 +352,7 @@ class _Nesting:
     def innermost_all(self, threads: list[tuple], times) -> array:
         """The innermost row running at each (threads[i], times[i]) (-1: none), as
         `next(running(...))`, the queries of a thread together."""
-        innermost = array("q", [-1]) * len(times)
+        innermost = array(_index(self.ts), [-1]) * len(times)
         for thread, queries in _rows_by(threads).items():
             found = self._thread(thread)
             if found is None:
@@ -458,7 +458,7 @@ def _forward_points(ops: OpRows, nesting: _Nesting, items: _Items, some: bytearr
     sequence, is_backward = ops.sequence, ops.forward
     numbers, other = ((sequence.numbers, sequence.other) if isinstance(sequence, Sequences)
                       else (sequence, {}))
-    linked = array("q", [-1]) * len(items)
+    linked = array(_index(ops.ts), [-1]) * len(items)
     found = False
     for i in compress(range(len(items)), map(not_, some)):
         for j in nesting.running(items.threads[i], items.ts[i]):
@@ -517,14 +517,15 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
     frames = _Nesting(python.ts, python.end, python.threads, user)
     op_nesting = _Nesting(ops.ts, ops.end, ops.threads) if ops is not None else None
     some, innermost = frames.innermost_marked_all(items.threads, items.ts)
-    # Where the frames are read: at the launch (-1), or for work of the backward pass on a
-    # thread without frames, at the forward op it differentiates (that op's row).
-    points = array("q", [-1]) * len(items)
+    # Where the frames are read: at the launch (None, or -1), or for work of the backward pass
+    # on a thread without frames, at the forward op it differentiates (that op's row).
+    points = None
     if not all(some) and ops is not None and ops.sequence is not None:
         linked = _forward_points(ops, op_nesting, items, some)
         if linked:
             points = linked
-            pending = array("q", compress(range(len(items)), map(ge, linked, repeat(0))))
+            pending = array(_index(items), compress(range(len(items)),
+                                                    map(ge, linked, repeat(0))))
             threads = list(map(ops.threads.__getitem__, map(linked.__getitem__, pending)))
             at = array("d", map(ops.ts.__getitem__, map(linked.__getitem__, pending)))
             for i, mine in zip(pending, frames.innermost_marked_all(threads, at)[1]):
@@ -540,25 +541,35 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
         key = name, kind, None if mine < 0 else frame_names[frame_of[mine]]
         entry = groups.get(key)
         if entry is None:
-            entry = groups[key] = [0, 0.0, array("i" if len(items) < (1 << 31) else "q"), i]
+            entry = groups[key] = [0, 0.0, array(_index(items)), i]
         entry[0] += 1
         entry[1] += time
         entry[2].append(i)
+    del some, innermost
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][2] or ""))[:top]
+    del groups
+    stacks = [[short_frame(f) for f in
+               _down_to_user(python.names, user,
+                             frames.chain(*_point(ops, items, points, first)))][:STACK_DEPTH]
+              for _, (_, _, _, first) in ranked]
+    del frames  # its columns of each thread, before the ops' (`_commonest_op`) are made
     return [SourceLine(
         name=name, kind=kind, count=count, total_us=time,
         share_pct=100.0 * time / totals[kind] if totals[kind] else 0.0,
         op=_commonest_op(ops, op_nesting, items, members) if kind != "cpu_op" else None,
         frame=None if frame is None else short_frame(frame),
-        stack=[short_frame(f) for f in
-               _down_to_user(python.names, user,
-                             frames.chain(*_point(ops, items, points, first)))][:STACK_DEPTH],
-    ) for (name, kind, frame), (count, time, members, first) in ranked]
+        stack=stack,
+    ) for ((name, kind, frame), (count, time, members, _)), stack in zip(ranked, stacks)]
 
 
-def _point(ops: OpRows | None, items: _Items, points: array, i: int) -> tuple:
+def _index(rows) -> str:
+    """The array type of row numbers (or positions) into `rows`: 4 bytes where they fit."""
+    return "i" if len(rows) < (1 << 31) else "q"
+
+
+def _point(ops: OpRows | None, items: _Items, points: array | None, i: int) -> tuple:
     """The (thread, time) where the frames of item i are read (see `_source_facts`)."""
-    row = points[i]
+    row = -1 if points is None else points[i]
     return (items.threads[i], items.ts[i]) if row < 0 else (ops.threads[row], ops.ts[row])
 
 
@@ -567,17 +578,17 @@ def _launched(trace: Trace, window: Window) -> _Items:
     call's thread and start: columns taken at C speed, not a row at a time."""
     calls, activities = launch_table(trace), activity_table(trace)
     rows = activities.launch_rows(calls)
-    chosen = array("q", compress(range(len(rows)), map(ge, rows, repeat(0))))
+    chosen = array(_index(rows), compress(range(len(rows)), map(ge, rows, repeat(0))))
     at = array("d", map(calls.ts.__getitem__, map(rows.__getitem__, chosen)))
     inside = bytes(map(and_, map(le, repeat(window.start), at), map(lt, at, repeat(window.end))))
     if not all(inside):
-        chosen = array("q", compress(chosen, inside))
+        chosen = array(chosen.typecode, compress(chosen, inside))
         at = array("d", compress(at, inside))
     items = _Items()
     items.names = list(activities.names.take(chosen))
     items.kinds = list(activities.kinds.take(chosen))
     items.times = array("d", map(activities.dur.__getitem__, chosen))
-    items.threads = list(calls.threads.take(array("q", map(rows.__getitem__, chosen))))
+    items.threads = list(calls.threads.take(map(rows.__getitem__, chosen)))
     items.ts = at
     return items
 
@@ -585,10 +596,11 @@ def _launched(trace: Trace, window: Window) -> _Items:
 def _rows_by(keys) -> dict:
     """key -> the positions that hold it, in order."""
     rows: dict = {}
+    index = _index(keys)
     for i, key in enumerate(keys):
         found = rows.get(key)
         if found is None:
-            found = rows[key] = array("q")
+            found = rows[key] = array(index)
         found.append(i)
     return rows
 
