@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import deque
 from itertools import compress, repeat
-from operator import attrgetter, is_, not_
+from operator import attrgetter, call, is_, not_
 
 DECODER_ENV = "PROFILING_TRACE_DECODER"  # "stdlib": the standard library's path only
 _ERRORS: tuple = ()
@@ -114,14 +115,15 @@ class Runs:
             xs = rest
             cats = list(map(attrgetter("cat"), xs))
             cats = list(map(texts.setdefault, cats, cats))
-        names, pids, tids, args = (list(map(attrgetter(field), xs))
-                                   for field in ("name", "pid", "tid", "args"))
         ids = self.ids
-        names = list(map(texts.setdefault, names, names))
-        pids = list(map(ids.setdefault, pids, pids))
-        tids = list(map(ids.setdefault, tids, tids))
-        starts, durations = _times(xs)
-        sink.add_columns(cats, names, pids, tids, starts, durations, args, self.read_args)
+        for xs, cats in _groups(xs, cats, getattr(sink, "group_of", None)):
+            names, pids, tids, args = (list(map(attrgetter(field), xs))
+                                       for field in ("name", "pid", "tid", "args"))
+            names = list(map(texts.setdefault, names, names))
+            pids = list(map(ids.setdefault, pids, pids))
+            tids = list(map(ids.setdefault, tids, tids))
+            starts, durations = _times(xs)
+            sink.add_columns(cats, names, pids, tids, starts, durations, args, self.read_args)
 
     def read_args(self, found: list) -> list:
         """The kept args' values of these args (decoded with their events) as tuples, None for
@@ -143,6 +145,25 @@ class Runs:
             except _ERRORS:
                 return None
         return raw
+
+
+def _groups(xs: list, cats: list[str], group_of) -> list[tuple[list, list[str]]]:
+    """The events split by the sink's `group_of(category)` (in one pass, at C speed), each
+    group in file order: the sink then takes each kind's rows whole, not picked out of every
+    column kind by kind. One group where the sink has no groups, or a category has none (its
+    kind told by the event's name)."""
+    distinct = set(cats)
+    if group_of is None or len(distinct) == 1:
+        return [(xs, cats)]
+    keys = {cat: group_of(cat) for cat in distinct}
+    if None in keys.values() or len(set(keys.values())) == 1:
+        return [(xs, cats)]
+    lists = {key: ([], []) for key in sorted(set(keys.values()))}
+    events = {cat: lists[key][0].append for cat, key in keys.items()}
+    deque(map(call, map(events.__getitem__, cats), xs), 0)
+    names = {cat: lists[key][1].append for cat, key in keys.items()}
+    deque(map(call, map(names.__getitem__, cats), cats), 0)
+    return list(lists.values())
 
 
 def _times(xs: list) -> tuple[list[float], list[float]]:

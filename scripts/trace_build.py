@@ -167,6 +167,15 @@ class _Builder:
         self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
                                   correlations], op_args)
 
+    def group_of(self, cat: str) -> str | None:
+        """The group of a category's complete events for `add_columns` (see
+        `scripts.compiled`): their kind where it is skipped, else "" (made into Events, in
+        file order); None where the kind is told by the event's name."""
+        kind = KIND_BY_CATEGORY.get(cat.lower())
+        if kind is None:
+            return None
+        return kind if kind in self.skip_kinds else ""
+
     def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
@@ -177,21 +186,26 @@ class _Builder:
         kinds = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        given = list(map(is_not, args, repeat(None)))
-        wanted = set(kinds).difference(_ARGLESS_KINDS, self.skip_kinds - _ID_KINDS)
-        where = _rows(kinds, wanted, given) if wanted else []
+        distinct = set(kinds)
+        # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
+        every = len(distinct) == 1 and None not in args
+        given = None if every else list(map(is_not, args, repeat(None)))
+        wanted = distinct.difference(_ARGLESS_KINDS, self.skip_kinds - _ID_KINDS)
+        where = (range(len(kinds)) if every else _rows(kinds, wanted, given)) if wanted else []
         if where:
-            self._kept_values(where, read_args(list(map(args.__getitem__, where))), column,
-                              correlations)
+            self._kept_values(where, read_args(_picked(args, where)), column, correlations)
         op_args = None
-        if "cpu_op" in self.columns_of and "cpu_op" in kinds:
-            op_args = [None] * len(kinds)
-            where = _rows(kinds, {"cpu_op"}, given)
-            if where:
-                n = len(KEPT_ARGS)
-                for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
-                    if values is not None:
-                        op_args[i] = values[n:]  # OP_ARGS, in their order
+        if "cpu_op" in self.columns_of and "cpu_op" in distinct:
+            where = range(len(kinds)) if every else _rows(kinds, {"cpu_op"}, given)
+            values = read_args(_picked(args, where)) if where else []
+            n = len(KEPT_ARGS)
+            if len(where) == len(kinds) and None not in values:
+                op_args = list(map(itemgetter(slice(n, None)), values))  # OP_ARGS, in order
+            else:
+                op_args = [None] * len(kinds)
+                for i, found in zip(where, values):
+                    if found is not None:
+                        op_args[i] = found[n:]
         self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
                                   correlations], op_args)
 
@@ -220,6 +234,9 @@ class _Builder:
             args = {k: v for k, v in zip(KEPT_ARGS[1:], key) if v is not MISSING}
             by_values[key] = self.shared.setdefault(tuple(args.items()), args) if args \
                 else _NO_ARGS
+        if len(where) == len(column):  # every row
+            correlations[:], column[:] = ids, map(by_values.__getitem__, others)
+            return
         for i, correlation, found in zip(where, ids, map(by_values.__getitem__, others)):
             correlations[i], column[i] = correlation, found
 
@@ -227,6 +244,13 @@ class _Builder:
                      ) -> None:
         self.raw_count += len(kinds)
         skipped = self.skip_kinds.intersection(kinds)  # not by category
+        if len(skipped) == 1 and kinds.count(kinds[0]) == len(kinds):  # one kind: no picking
+            kind = kinds[0]
+            self._commit_skipped([(kind, columns[3], columns[4])])
+            if kind in self.columns_of:
+                self._commit_columns(kind, columns[0], columns[5], columns[6], op_args,
+                                     columns[8], columns[7])
+            return
         if skipped:
             starts, durations = columns[3], columns[4]
             for kind in sorted(skipped):  # one pick of the rows of each kind, for all its columns
@@ -319,6 +343,11 @@ def _by_key(keys: list, *columns: list) -> list[tuple]:
         return [(keys[0], *columns)]
     return [(key, *(list(compress(column, map(key.__eq__, keys))) for column in columns))
             for key in sorted(distinct)]
+
+
+def _picked(column: list, where) -> list:
+    """The values of `column` at rows `where` (a range: all of them)."""
+    return column if isinstance(where, range) else list(map(column.__getitem__, where))
 
 
 def _rows(kinds: list[str], wanted: set, given: list[bool]) -> list[int]:
