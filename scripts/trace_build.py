@@ -62,6 +62,7 @@ class _Builder:
         self.raw_count = 0
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
+        self.ids: dict = {}  # pid/tid -> the one object kept (of those the compiled path gives)
         self.kinds: dict[str, str] = {}  # cat -> kind
         self.shared: dict[tuple, dict] = {}  # kept args but the correlation id -> the one copy
         self.others_by_values: dict[tuple, dict] = {}  # the same, by the compiled path's values
@@ -156,7 +157,7 @@ class _Builder:
                      starts: list[float], durations: list[float], bodies: list) -> None:
         """Complete events read as columns (see `scripts.parse.EventSink`: one string object per
         name already), whole columns at a time."""
-        kinds = self._kinds(cats, names)
+        kinds, distinct = self._kinds(cats, names)
         column = _args_column(kinds, bodies)
         correlations = self._split(column)
         if self.keep_args and not self.keep_args.isdisjoint(kinds):
@@ -164,8 +165,8 @@ class _Builder:
         op_args = None
         if "cpu_op" in self.columns_of and "cpu_op" in kinds:
             op_args = _op_args_column(kinds, bodies)
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
-                                  correlations], op_args)
+        self._add_columns(kinds, distinct, [names, kinds, cats, starts, durations, pids, tids,
+                                            column, correlations], op_args)
 
     def group_of(self, cat: str) -> str | None:
         """The group of a category's complete events for `add_columns` (see
@@ -183,10 +184,12 @@ class _Builder:
         the args objects (`args`), only of the kinds that keep some (never whole args: a sink
         with keep_args gets no compiled path, scripts.compiled.runs_for); and the CPU ops'
         OP_ARGS where they are kept as columns (`raw_args`: as JSON text)."""
-        kinds = self._kinds(cats, names)
+        kinds, distinct = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        distinct = set(kinds)
+        if not self.skip_kinds.issuperset(distinct):  # Events: one object per id, not per row
+            ids = self.ids
+            pids, tids = list(map(ids.setdefault, pids, pids)), list(map(ids.setdefault, tids, tids))
         # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
         every = len(distinct) == 1 and None not in args
         given = None if every else list(map(is_not, args, repeat(None)))
@@ -206,8 +209,8 @@ class _Builder:
                 for i, found in zip(where, values):
                     if found is not None:
                         op_args[i] = found[n:]
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
-                                  correlations], op_args)
+        self._add_columns(kinds, distinct, [names, kinds, cats, starts, durations, pids, tids,
+                                            column, correlations], op_args)
 
     def _kept_values(self, where: list[int], values: list, column: list, correlations: list
                      ) -> None:
@@ -240,11 +243,14 @@ class _Builder:
         for i, correlation, found in zip(where, ids, map(by_values.__getitem__, others)):
             correlations[i], column[i] = correlation, found
 
-    def _add_columns(self, kinds: list[str], columns: list[list], op_args: list | None = None
-                     ) -> None:
+    def _add_columns(self, kinds: list[str], distinct: set[str], columns: list[list],
+                     op_args: list | None = None) -> None:
+        """Rows (`columns`: names, kinds, cats, starts, durations, pids, tids, kept args,
+        correlation ids) of the `distinct` kinds: Events, or of skipped kinds their times and
+        maybe columns."""
         self.raw_count += len(kinds)
-        skipped = self.skip_kinds.intersection(kinds)  # not by category
-        if len(skipped) == 1 and kinds.count(kinds[0]) == len(kinds):  # one kind: no picking
+        skipped = self.skip_kinds.intersection(distinct)  # not by category
+        if len(distinct) == 1 and skipped:  # one skipped kind: no picking
             kind = kinds[0]
             self._commit_skipped([(kind, columns[3], columns[4])])
             if kind in self.columns_of:
@@ -292,8 +298,11 @@ class _Builder:
             times[0].extend(array("d", starts))  # made at once: a list's extend goes item by item
             times[1].extend(array("d", durations))
 
-    def _kinds(self, cats: list[str], names: list[str]) -> list[str]:
+    def _kinds(self, cats: list[str], names: list[str]) -> tuple[list[str], set[str]]:
+        """The kind of each row, and the set of them."""
         kinds = self.kinds  # only categories that decide the kind alone
+        if cats and cats.count(cats[0]) == len(cats) and cats[0] in kinds:  # one (compiled groups)
+            return [kinds[cats[0]]] * len(cats), {kinds[cats[0]]}
         by_name = False
         for cat in set(cats).difference(kinds):
             kind = KIND_BY_CATEGORY.get(cat.lower())
@@ -302,8 +311,10 @@ class _Builder:
             else:
                 kinds[cat] = kind
         if by_name:
-            return [kinds.get(cat) or _kind(cat, name) for cat, name in zip(cats, names)]
-        return list(map(kinds.__getitem__, cats))
+            found = [kinds.get(cat) or _kind(cat, name) for cat, name in zip(cats, names)]
+        else:
+            found = list(map(kinds.__getitem__, cats))
+        return found, set(found)
 
     def finish(self, metadata: dict) -> Trace:
         events = self.events
