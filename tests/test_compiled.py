@@ -1,7 +1,8 @@
-"""The compiled path (scripts/compiled.py) splits each run of events by the sink's groups (the
-kinds loading skips, and the rest) before taking columns: the analyzer's load (COLUMN_KINDS kept
-as columns, op_args) gives the same model as the standard library's path, rows of a kind in
-file order whatever categories they come from and wherever their kind is told by their name."""
+"""Both reading paths split each run of events by the builder's groups (the kinds loading
+skips, and the rest) before taking columns: the analyzer's load (COLUMN_KINDS kept as columns,
+op_args) gives on the compiled path (scripts/compiled.py), on the standard library's, and event
+by event (`add_raw`, which splits nothing) the same model, rows of a kind in file order whatever
+categories they come from and wherever their kind is told by their name."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from scripts import compiled, tracetext
 from scripts.analysis import COLUMN_KINDS
 from scripts.oprows import Coded
 from scripts.trace import load_trace
+from scripts.trace_build import _Builder
 
 pytest.importorskip("msgspec")
 
@@ -70,8 +72,8 @@ def test_grouped_runs_give_the_model_of_the_standard_path(tmp_path, monkeypatch,
                         lambda self, *a: reads.append(read_run(self, *a)) or reads[-1])
     for trial in range(4):
         path = tmp_path / f"t{trial}.json"
-        path.write_text(json.dumps({**flags, "traceEvents": random_events(
-            random.Random(trial), odd)}))
+        events = random_events(random.Random(trial), odd)
+        path.write_text(json.dumps({**flags, "traceEvents": events}))
         monkeypatch.delenv(compiled.DECODER_ENV, raising=False)
         reads.clear()
         fast = load_trace(path, skip_kinds=COLUMN_KINDS, op_args=None)
@@ -80,3 +82,7 @@ def test_grouped_runs_give_the_model_of_the_standard_path(tmp_path, monkeypatch,
         reference = load_trace(path, skip_kinds=COLUMN_KINDS, op_args=None)
         assert fast.op_args == reference.op_args == bool(flags)
         assert model(fast) == model(reference)
+        one_by_one = _Builder(str(path), COLUMN_KINDS, op_args=bool(flags))
+        for event in events:
+            one_by_one.add_raw(event)
+        assert model(fast) == model(one_by_one.finish({}))
