@@ -189,7 +189,8 @@ class _Builder:
         correlations: list = [None] * len(kinds)
         if not self.skip_kinds.issuperset(distinct):  # Events: one object per id, not per row
             ids = self.ids
-            pids, tids = list(map(ids.setdefault, pids, pids)), list(map(ids.setdefault, tids, tids))
+            pids = list(map(ids.setdefault, pids, pids))
+            tids = list(map(ids.setdefault, tids, tids))
         # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
         every = len(distinct) == 1 and None not in args
         given = None if every else list(map(is_not, args, repeat(None)))
