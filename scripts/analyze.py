@@ -31,7 +31,6 @@ from .blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
 from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
                       run_main, unescaped)
 from .details import details, details_json, details_lines, needs_op_args  # noqa: E402
-from .ops import OP_ARG_KINDS  # noqa: E402
 from .trace import Trace, TraceError, Window, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
@@ -207,7 +206,7 @@ def _load(path: TracePath, args: argparse.Namespace, full: bool) -> tuple[Trace,
                        skip_kinds=frozenset() if full else COLUMN_KINDS, op_args=None)
     if path != STDIN and not trace.op_args and needs_op_args(trace):  # no flags: read again
         trace = None  # freed before the second reading
-        trace = load_trace(path, keep_args=OP_ARG_KINDS)
+        trace = load_trace(path, skip_kinds=frozenset() if full else COLUMN_KINDS, op_args=True)
     trace.source = display_name(path)  # what the facts and their errors call it
     if args.window:
         _check_overlap(args.window, trace)

@@ -78,10 +78,16 @@ class EventSink(Protocol):
     def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
-        """As add_complete, from the compiled path (`scripts.compiled`): `args` holds each
-        event's args object as that path holds it (None without one, or null);
-        `read_args(some of them)` gives for each None (null) or the values of `kept_args` and
-        `raw_args` in order, of any JSON type, `absent` where absent."""
+        """As add_complete, from the compiled path (`scripts.compiled`), a call per group of
+        `group_of` (where the sink has it): pids and tids as decoded (not one object per
+        value); `args` holds each event's args object as that path holds it (None without one,
+        or null); `read_args(some of them)` gives for each None (null) or the values of
+        `kept_args` and `raw_args` in order, of any JSON type, `absent` where absent."""
+
+    def group_of(self, cat: str) -> object:
+        """Optional: the group of a category's complete events (any hashable; None: told by
+        each event, not its category). The compiled path splits each run by group first, each
+        group in file order, and calls `add_columns` once per group."""
 
 
 # --- JSON values in the text ------------------------------------------------------------------
@@ -385,7 +391,8 @@ class _Events:
         buf = self.text.buf
         found = (_FIRST if first else _COMMA).match(buf, pos)
         cut = _last_boundary(buf, found.end()) if found is not None else -1
-        if cut > 0 and self.runs.read_run("[" + buf[found.end():cut] + "]", self.sink):
+        # An f-string copies the run twice (a slice, then the string); `"[" + ... + "]"` 3 times.
+        if cut > 0 and self.runs.read_run(f"[{buf[found.end():cut]}]", self.sink):
             self.declined = 0
             return cut
         self.declined += 1

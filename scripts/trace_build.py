@@ -62,6 +62,7 @@ class _Builder:
         self.raw_count = 0
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
+        self.ids: dict = {}  # pid/tid -> the one object kept (of those the compiled path gives)
         self.kinds: dict[str, str] = {}  # cat -> kind
         self.shared: dict[tuple, dict] = {}  # kept args but the correlation id -> the one copy
         self.others_by_values: dict[tuple, dict] = {}  # the same, by the compiled path's values
@@ -156,7 +157,7 @@ class _Builder:
                      starts: list[float], durations: list[float], bodies: list) -> None:
         """Complete events read as columns (see `scripts.parse.EventSink`: one string object per
         name already), whole columns at a time."""
-        kinds = self._kinds(cats, names)
+        kinds, distinct = self._kinds(cats, names)
         column = _args_column(kinds, bodies)
         correlations = self._split(column)
         if self.keep_args and not self.keep_args.isdisjoint(kinds):
@@ -164,8 +165,17 @@ class _Builder:
         op_args = None
         if "cpu_op" in self.columns_of and "cpu_op" in kinds:
             op_args = _op_args_column(kinds, bodies)
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
-                                  correlations], op_args)
+        self._add_columns(kinds, distinct, [names, kinds, cats, starts, durations, pids, tids,
+                                            column, correlations], op_args)
+
+    def group_of(self, cat: str) -> str | None:
+        """The group of a category's complete events for `add_columns` (see
+        `scripts.compiled`): their kind where it is skipped, else "" (made into Events, in
+        file order); None where the kind is told by the event's name."""
+        kind = KIND_BY_CATEGORY.get(cat.lower())
+        if kind is None:
+            return None
+        return kind if kind in self.skip_kinds else ""
 
     def add_columns(self, cats: list[str], names: list[str], pids: list, tids: list,
                     starts: list[float], durations: list[float], args: list,
@@ -174,26 +184,34 @@ class _Builder:
         the args objects (`args`), only of the kinds that keep some (never whole args: a sink
         with keep_args gets no compiled path, scripts.compiled.runs_for); and the CPU ops'
         OP_ARGS where they are kept as columns (`raw_args`: as JSON text)."""
-        kinds = self._kinds(cats, names)
+        kinds, distinct = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        given = list(map(is_not, args, repeat(None)))
-        wanted = set(kinds).difference(_ARGLESS_KINDS, self.skip_kinds - _ID_KINDS)
-        where = _rows(kinds, wanted, given) if wanted else []
+        if not self.skip_kinds.issuperset(distinct):  # Events: one object per id, not per row
+            ids = self.ids
+            pids = list(map(ids.setdefault, pids, pids))
+            tids = list(map(ids.setdefault, tids, tids))
+        # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
+        every = len(distinct) == 1 and None not in args
+        given = None if every else list(map(is_not, args, repeat(None)))
+        wanted = distinct.difference(_ARGLESS_KINDS, self.skip_kinds - _ID_KINDS)
+        where = (range(len(kinds)) if every else _rows(kinds, wanted, given)) if wanted else []
         if where:
-            self._kept_values(where, read_args(list(map(args.__getitem__, where))), column,
-                              correlations)
+            self._kept_values(where, read_args(_picked(args, where)), column, correlations)
         op_args = None
-        if "cpu_op" in self.columns_of and "cpu_op" in kinds:
-            op_args = [None] * len(kinds)
-            where = _rows(kinds, {"cpu_op"}, given)
-            if where:
-                n = len(KEPT_ARGS)
-                for i, values in zip(where, read_args(list(map(args.__getitem__, where)))):
-                    if values is not None:
-                        op_args[i] = values[n:]  # OP_ARGS, in their order
-        self._add_columns(kinds, [names, kinds, cats, starts, durations, pids, tids, column,
-                                  correlations], op_args)
+        if "cpu_op" in self.columns_of and "cpu_op" in distinct:
+            where = range(len(kinds)) if every else _rows(kinds, {"cpu_op"}, given)
+            values = read_args(_picked(args, where)) if where else []
+            n = len(KEPT_ARGS)
+            if len(where) == len(kinds) and None not in values:
+                op_args = list(map(itemgetter(slice(n, None)), values))  # OP_ARGS, in order
+            else:
+                op_args = [None] * len(kinds)
+                for i, found in zip(where, values):
+                    if found is not None:
+                        op_args[i] = found[n:]
+        self._add_columns(kinds, distinct, [names, kinds, cats, starts, durations, pids, tids,
+                                            column, correlations], op_args)
 
     def _kept_values(self, where: list[int], values: list, column: list, correlations: list
                      ) -> None:
@@ -220,13 +238,26 @@ class _Builder:
             args = {k: v for k, v in zip(KEPT_ARGS[1:], key) if v is not MISSING}
             by_values[key] = self.shared.setdefault(tuple(args.items()), args) if args \
                 else _NO_ARGS
+        if len(where) == len(column):  # every row
+            correlations[:], column[:] = ids, map(by_values.__getitem__, others)
+            return
         for i, correlation, found in zip(where, ids, map(by_values.__getitem__, others)):
             correlations[i], column[i] = correlation, found
 
-    def _add_columns(self, kinds: list[str], columns: list[list], op_args: list | None = None
-                     ) -> None:
+    def _add_columns(self, kinds: list[str], distinct: set[str], columns: list[list],
+                     op_args: list | None = None) -> None:
+        """Rows (`columns`: names, kinds, cats, starts, durations, pids, tids, kept args,
+        correlation ids) of the `distinct` kinds: Events, or of skipped kinds their times and
+        maybe columns."""
         self.raw_count += len(kinds)
-        skipped = self.skip_kinds.intersection(kinds)  # not by category
+        skipped = self.skip_kinds.intersection(distinct)  # not by category
+        if len(distinct) == 1 and skipped:  # one skipped kind: no picking
+            kind = kinds[0]
+            self._commit_skipped([(kind, columns[3], columns[4])])
+            if kind in self.columns_of:
+                self._commit_columns(kind, columns[0], columns[5], columns[6], op_args,
+                                     columns[8], columns[7])
+            return
         if skipped:
             starts, durations = columns[3], columns[4]
             for kind in sorted(skipped):  # one pick of the rows of each kind, for all its columns
@@ -268,8 +299,11 @@ class _Builder:
             times[0].extend(array("d", starts))  # made at once: a list's extend goes item by item
             times[1].extend(array("d", durations))
 
-    def _kinds(self, cats: list[str], names: list[str]) -> list[str]:
+    def _kinds(self, cats: list[str], names: list[str]) -> tuple[list[str], set[str]]:
+        """The kind of each row, and the set of them."""
         kinds = self.kinds  # only categories that decide the kind alone
+        if cats and cats.count(cats[0]) == len(cats) and cats[0] in kinds:  # one (compiled groups)
+            return [kinds[cats[0]]] * len(cats), {kinds[cats[0]]}
         by_name = False
         for cat in set(cats).difference(kinds):
             kind = KIND_BY_CATEGORY.get(cat.lower())
@@ -278,8 +312,10 @@ class _Builder:
             else:
                 kinds[cat] = kind
         if by_name:
-            return [kinds.get(cat) or _kind(cat, name) for cat, name in zip(cats, names)]
-        return list(map(kinds.__getitem__, cats))
+            found = [kinds.get(cat) or _kind(cat, name) for cat, name in zip(cats, names)]
+        else:
+            found = list(map(kinds.__getitem__, cats))
+        return found, set(found)
 
     def finish(self, metadata: dict) -> Trace:
         events = self.events
@@ -319,6 +355,11 @@ def _by_key(keys: list, *columns: list) -> list[tuple]:
         return [(keys[0], *columns)]
     return [(key, *(list(compress(column, map(key.__eq__, keys))) for column in columns))
             for key in sorted(distinct)]
+
+
+def _picked(column: list, where) -> list:
+    """The values of `column` at rows `where` (a range: all of them)."""
+    return column if isinstance(where, range) else list(map(column.__getitem__, where))
 
 
 def _rows(kinds: list[str], wanted: set, given: list[bool]) -> list[int]:

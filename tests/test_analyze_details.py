@@ -4,7 +4,9 @@ profile_memory, record_shapes and with_stack, and for a hand-made one."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +134,32 @@ def test_one_pass_keeps_what_shapes_stacks_and_memory_read(path, decoder, monkey
     found = details(lean)
     assert found is not None and found == details(full)
     assert facts(lean).to_dict() == facts(full).to_dict()
+
+
+FLAGS_IN_HEADER = re.compile(rb'"(?:with_stack|record_shapes|profile_memory)":\s*[01],')
+
+
+@pytest.mark.parametrize("path", ONE_PASS[1:], ids=lambda p: p.name.split(".")[0])
+def test_a_trace_without_the_flags_gives_the_same_facts_from_a_lean_second_reading(
+        path, capsys, monkeypatch, tmp_path):
+    """Without the profiler's flags before its events (an older torch, a hand-edited file), the
+    CLI reads the trace again for the ops' args: the same facts as with the flags, and that
+    second reading still keeps ops and frames as columns, not an object each (a large trace's
+    memory)."""
+    header, events = gzip.decompress(path.read_bytes()).split(b'"traceEvents"', 1)
+    assert FLAGS_IN_HEADER.search(header)
+    flagless = tmp_path / path.name
+    flagless.write_bytes(gzip.compress(FLAGS_IN_HEADER.sub(b"", header) + b'"traceEvents"' + events))
+    readings = []
+
+    def recorded(*args, **kwargs):
+        readings.append(load_trace(*args, **kwargs))
+        return readings[-1]
+
+    monkeypatch.setattr(analyze, "load_trace", recorded)
+    without = json.loads(cli(capsys, flagless, "--json"))
+    assert len(readings) == 2 and not readings[0].op_args and readings[1].op_args
+    assert not readings[1].by_kind.get("cpu_op") and readings[1].skipped["cpu_op"].columns
+    with_flags = json.loads(cli(capsys, path, "--json"))
+    without.pop("source"), with_flags.pop("source")
+    assert without == with_flags and (without.get("ops") or without.get("memory"))
