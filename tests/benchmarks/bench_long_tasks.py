@@ -11,8 +11,8 @@ points is a few tasks of 10-20 ms at 1x; this names them and what fills them.
 Loads as tests/benchmarks/bench_first_style.py (a fresh browser context of Debian's Chromium each,
 the site served gzipped, traced until 2.5 s after the load event). 1280 px is a laptop; 390 px is a
 phone as Lighthouse's mobile preset emulates one (a mobile viewport, touch, 1.75 device pixels per
-CSS pixel). Each long task is named by what starts it (the first frame, a script's evaluation, a
-timer's function, a later frame) and its thread time is split by the innermost of these that each
+CSS pixel). Each long task is named by what starts it (a frame, before or after the load event; a
+script's evaluation; a timer's function) and its thread time is split by the innermost of these that each
 piece of work runs in: script (per file and function), style, layout, pre-paint, paint, an SVG
 image made from a data: URI (Material's icons), a request, garbage collection, image decoding.
 
@@ -20,7 +20,9 @@ Per page and width it prints, for each site: the tasks' count, their thread time
 time they would make at 7x (what `make lighthouse` calibrates to on this host; an indication, not
 Lantern's simulation), median [min-max] over the loads; then each kind of task, in how many loads
 it was long, its time and its split (medians over those loads); then the long tasks of the load
-with the median total, in order, with their start after navigation. --keep writes the traces.
+with the median total, in order, with their start after navigation. --track follows a kind of task
+in every load, long or not (a change's own task, once it is no longer long); --keep writes the
+traces.
 
 A benchmark, not part of `make test`.
 """
@@ -44,6 +46,7 @@ from tests.site_tools import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
 SLOWDOWN = 7  # `make lighthouse`'s calibrated CPU slowdown on this host
 BLOCKING_US = 50_000  # the part of a task above this counts as blocking
 SHOWN_US = 500  # a task's split lists the parts of at least this much
+TRACKED_US = 1000  # --track follows a kind of task in every load from this long on, long or not
 PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 1.75,
          "is_mobile": True, "has_touch": True}
 
@@ -119,12 +122,13 @@ def split(task: dict, page_url: str) -> dict[str, int]:
     return dict(out)
 
 
-def name_task(task: dict, page_url: str, first_frame: bool) -> str:
-    """What starts a task: a frame, a script's evaluation, the function a timer or event calls."""
+def name_task(task: dict, page_url: str, loaded: bool) -> str:
+    """What starts a task: a frame (before or after the load event), a script's evaluation, the
+    function a timer or event calls."""
     event, trigger = task, ""
     while True:
         if event["name"] == "WebFrameWidgetImpl::UpdateLifecycle":
-            return "first frame" if first_frame else "frame"
+            return "frame after load" if loaded else "frame while loading"
         if event["name"] in TRIGGERS:
             trigger = TRIGGERS[event["name"]] + ": "
         elif event["name"] == "ParseHTML":
@@ -145,26 +149,22 @@ def measure(trace: dict, url: str) -> dict:
               and _data(e).get("url") == url]
     if not parses:
         raise SystemExit(f"no parse of {url} in the trace: did the page load?")
-    thread = (parses[0]["pid"], parses[0]["tid"])
+    thread, frame = (parses[0]["pid"], parses[0]["tid"]), _data(parses[0]).get("frame")
+    loads = [e["ts"] for e in events if e.get("name") == "MarkLoad" and _data(e).get("frame") == frame]
+    loaded_at = loads[0] if loads else float("inf")
     main = [e for e in events if (e.get("pid"), e.get("tid")) == thread and e.get("ph") == "X" and "dur" in e]
     roots = _nest(main)
     start = parses[0]["ts"]
-    painted = False
-    tasks = []
+    tasks, every = [], defaultdict(list)
     for root in roots:
-        if root["name"] != "RunTask":
+        if root["name"] != "RunTask" or root.get("tdur", 0) < TRACKED_US:
             continue
-        first = False
-        if not painted and _has(root, "Paint"):
-            painted = first = True
-        if root.get("tdur", 0) >= LONG_US:
-            tasks.append({"name": name_task(root, url, first), "start_us": root["ts"] - start,
+        name = name_task(root, url, root["ts"] >= loaded_at)
+        every[name].append(root["tdur"])
+        if root["tdur"] >= LONG_US:
+            tasks.append({"name": name, "start_us": root["ts"] - start,
                           "thread_us": root["tdur"], "split": split(root, url)})
-    return {"tasks": tasks}
-
-
-def _has(event: dict, name: str) -> bool:
-    return event["name"] == name or any(_has(k, name) for k in event["kids"])
+    return {"tasks": tasks, "every": dict(every)}
 
 
 def totals(load: dict) -> dict[str, float]:
@@ -192,8 +192,12 @@ def spread(values: list[float], scale: float = 1000) -> str:
     return f"{median:.1f} [{low:.1f}-{high:.1f}]"
 
 
-def report(loads: list[dict], label: str) -> None:
+def report(loads: list[dict], label: str, tracked: list[str]) -> None:
     """One site's lines for one page and width."""
+    for name in tracked:  # a change's own task, compared in every load even where it is no longer long
+        longest = [max(x["every"].get(name, [0])) for x in loads]
+        print(f"  {label}{name}: the longest such task {spread(longest)} ms, "
+              f"all of them {spread([sum(x['every'].get(name, [])) for x in loads])} ms")
     print(f"  {label}long tasks: {spread([totals(x)['count'] for x in loads], 1)}, thread "
           f"{spread([totals(x)['thread'] for x in loads])} ms, blocking at {SLOWDOWN}x "
           f"{spread([totals(x)['blocking'] for x in loads])} ms")
@@ -229,8 +233,11 @@ def main() -> int:
     parser.add_argument("--pages", default=",blog/matmul-add/,blog/attention/",
                         help="paths under the site, comma-separated (an empty one is the home page)")
     parser.add_argument("--widths", default="1280,390", help="viewport widths in CSS px, comma-separated")
+    parser.add_argument("--track", default="", help="kinds of task (as printed) to follow in every load, "
+                        "long or not, comma-separated")
     parser.add_argument("--keep", type=Path, help="a folder to write each load's trace into")
     args = parser.parse_args()
+    tracked = [t for t in args.track.split(",") if t]
     sites = [args.site] + ([args.against] if args.against else [])
     pages = args.pages.split(",")
     try:
@@ -268,7 +275,7 @@ def main() -> int:
         for width in widths:
             print(f"\n{page or 'home'} at {width} px" + (f"   A = {sites[0]}   B = {sites[1]}" if len(sites) > 1 else ""))
             for s in range(len(sites)):
-                report(results[(s, page, width)], f"{'AB'[s]}: " if len(sites) > 1 else "")
+                report(results[(s, page, width)], f"{'AB'[s]}: " if len(sites) > 1 else "", tracked)
     return 0
 
 
