@@ -55,6 +55,11 @@
     requestAnimationFrame(function () { setTimeout(load, 0); });
   }
 
+  // The navigation drawer's icons are drawn from its first opening on (docs/stylesheets/extra.css)
+  document.addEventListener("change", function (event) {
+    if (event.target.id === "__drawer") document.documentElement.classList.add("md-drawer-opened");
+  });
+
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", afterFirstFrame, { once: true });
   } else {
