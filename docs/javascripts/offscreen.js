@@ -26,21 +26,14 @@
   }
 
   // Once the page has loaded, the boxes are laid out one at a time while the browser is idle,
-  // top to bottom: the load itself lays out only what shows, and no later step is a long task,
-  // but in the end the page is whole, as if never deferred, for the scroll bar, for tools that
-  // read positions (an accessibility checker) and for jumps. Each box in two steps: its style
-  // (reading one element's style styles the whole skipped box), then, in the next frame, its
-  // layout. Its style makes Material's icons that it shows first (admonitions, details,
-  // footnotes), each an SVG document of its own, 1-2 ms apiece: in one step with the layout, a box
-  // that brought two or three made a long task (tests/benchmarks/bench_long_tasks.py).
+  // top to bottom: the load itself lays out only what shows, and no later step is a long task
+  // (each box is its own frame's work), but in the end the page is whole, as if never deferred,
+  // for the scroll bar, for tools that read positions (an accessibility checker) and for jumps.
   function layOutNext() {
     var box = document.querySelector(".md-defer:not(.md-laid-out)");
     if (!box) return;
-    if (box.firstElementChild) void getComputedStyle(box.firstElementChild).color;
-    idle(function () {
-      box.classList.add("md-laid-out");
-      idle(layOutNext);
-    });
+    box.classList.add("md-laid-out");
+    idle(layOutNext);
   }
 
   var idle = window.requestIdleCallback || function (run) { return setTimeout(run, 16); };
