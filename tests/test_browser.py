@@ -412,6 +412,20 @@ def test_the_palette_follows_the_system_then_the_readers_choice_on_every_page(vi
         assert not errors
 
 
+def test_the_phone_drawer_draws_its_icons_from_its_first_opening_on(visit):
+    """The closed navigation drawer makes none of its icons while the page loads
+    (docs/stylesheets/extra.css); opened, it shows them, and they stay while it slides shut."""
+    page = visit(viewport=PHONE).open("blog/matmul-add/")
+    icon = """() => getComputedStyle(document.querySelector(
+      '.md-sidebar--primary .md-nav__icon'), '::after').maskImage"""
+    assert page.evaluate(icon) == "none"
+    page.locator("label.md-header__button[for=__drawer]").click()
+    assert page.evaluate(icon).startswith('url("data:image/svg+xml')
+    page.locator("label.md-overlay").click(position={"x": PHONE["width"] - 10, "y": PHONE["height"] // 2})
+    assert not page.evaluate("document.getElementById('__drawer').checked")
+    assert page.evaluate(icon).startswith('url("data:image/svg+xml')
+
+
 def test_a_link_into_a_long_page_lands_on_its_heading(visit):
     """A post's runs between headings are laid out only near the screen (scripts/offscreen.py);
     a link to a heading far down still lands with the heading at the top, whether it opens the
