@@ -426,6 +426,41 @@ def test_the_phone_drawer_draws_its_icons_from_its_first_opening_on(visit):
     assert page.evaluate(icon).startswith('url("data:image/svg+xml')
 
 
+WATCH_ICON_WARMING = """
+window.__warmed = [];
+window.__firstBoxLaidOutAfterWarming = null;
+new MutationObserver(records => {
+  for (const record of records) {
+    for (const node of record.addedNodes) {
+      if (node.parentElement && node.parentElement.classList.contains("md-icon-warm"))
+        window.__warmed.push(node.tagName + " " + node.className);
+    }
+    const box = record.target;
+    if (record.attributeName === "class" && box.classList && box.classList.contains("md-laid-out")
+        && window.__firstBoxLaidOutAfterWarming === null)
+      window.__firstBoxLaidOutAfterWarming = window.__warmed.length;
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ["class"]});
+"""
+
+
+def test_icons_of_the_deferred_boxes_are_made_before_the_boxes_are_laid_out(visit):
+    """Material's icons are SVG documents made when first shown; offscreen.js styles one sample
+    of each kind of admonition and collapsible block in the deferred boxes, off screen, before it
+    lays out the first box (so no box's layout makes them all at once), then removes the samples."""
+    reader = visit(viewport={"width": 390, "height": 800})
+    reader.context.add_init_script(WATCH_ICON_WARMING)
+    page = reader.open("blog/attention/")
+    page.wait_for_function("!document.querySelector('.md-defer:not(.md-laid-out)')", timeout=15_000)
+    kinds = page.evaluate("""[...new Set([...document.querySelectorAll(
+        '.md-defer .admonition, .md-defer details')].map(b => b.tagName + ' ' + b.className))]""")
+    assert len(kinds) >= 3  # the post holds several kinds: else this test shows nothing
+    warmed = page.evaluate("window.__warmed")
+    assert sorted(warmed) == sorted(kinds)
+    assert page.evaluate("window.__firstBoxLaidOutAfterWarming") == len(kinds)
+    assert page.locator(".md-icon-warm").count() == 0
+
+
 def test_a_link_into_a_long_page_lands_on_its_heading(visit):
     """A post's runs between headings are laid out only near the screen (scripts/offscreen.py);
     a link to a heading far down still lands with the heading at the top, whether it opens the

@@ -36,11 +36,49 @@
     idle(layOutNext);
   }
 
+  // Material draws its icons as masks from data: URIs, and each icon is an SVG document made
+  // the first time an element shows it (1-2 ms each). Laid out first inside a box, a box with
+  // three new icons becomes one long step; so before the boxes, each kind of admonition and
+  // collapsible block they hold is styled once, one per idle step, in a holder off screen.
+  function warmIcons(then) {
+    var seen = {}, samples = [];
+    document.querySelectorAll(".md-defer .admonition, .md-defer details").forEach(function (block) {
+      var key = block.tagName + " " + block.className;
+      if (seen[key]) return;
+      seen[key] = true;
+      samples.push(block);
+    });
+    if (!samples.length) return then();
+    var holder = document.createElement("div");
+    holder.className = "md-typeset md-icon-warm";
+    holder.setAttribute("aria-hidden", "true");
+    holder.inert = true;
+    document.body.appendChild(holder);
+    (function next() {
+      var block = samples.shift();
+      if (!block) {
+        holder.remove();
+        return then();
+      }
+      var details = block.tagName === "DETAILS";
+      var sample = document.createElement(details ? "details" : "div");
+      sample.className = block.className;
+      var title = document.createElement(details ? "summary" : "p");
+      if (!details) title.className = "admonition-title";
+      title.textContent = "\u00a0";
+      sample.appendChild(title);
+      holder.appendChild(sample);
+      void holder.offsetHeight; // styled and laid out in this step, its icons made with it
+      idle(next);
+    })();
+  }
+
   var idle = window.requestIdleCallback || function (run) { return setTimeout(run, 16); };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", land, { once: true });
   else land();
   addEventListener("hashchange", land);
-  if (document.readyState === "complete") idle(layOutNext);
-  else addEventListener("load", function () { idle(layOutNext); });
+  function start() { idle(function () { warmIcons(layOutNext); }); }
+  if (document.readyState === "complete") start();
+  else addEventListener("load", start);
 })();
