@@ -35,11 +35,15 @@ def json_bytes(run) -> int:
         return int.from_bytes(file.read(4), "little")
 
 
-# The benchmark's last run by us: tests/benchmarks/bench_analyzer.py --repeat 1 on the stacked
-# training trace, the analyzer of commit 6d6ba86, a 2-CPU x86-64 machine (Python 3.11.7, load
-# average under 1.1), 2026-12-01; the time shares from a cProfile of the same analyzer run.
-# The build cannot rerun it (it needs HTA and a quiet machine): the page gives it as dated.
-BENCHMARK = {"date": "2026-12-02", "commit": "0fce4ae", "machine": "a 2-CPU x86-64 machine, Python 3.11.7",
-             "ours_s": 1.86, "ours_mb": 73, "hta_s": 7.83, "hta_mb": 431,
-             # the same trace repeated to a gigabyte (bench_analyzer.py --size 1000 --no-hta)
-             "big_json_mb": 919, "big_s": 32.7, "big_mb": 230}
+# The benchmark's last run by us: tests/benchmarks/bench_analyzer.py --repeat 3 on the stacked
+# training trace, then on that trace repeated to 919 MB and to 5.0 GB of JSON (--no-hta), the
+# analyzer of the commit below on a 2-CPU x86-64 machine (load average under 1.5); the time
+# shares from a cProfile of the same analyzer run. The build cannot rerun it (it needs HTA and a
+# quiet machine): the page gives it as dated.
+BENCHMARK = {"date": "2026-12-02", "commit": "823107e", "machine": "a 2-CPU x86-64 machine, Python 3.11.7",
+             "ours_s": 0.99, "ours_mb": 66, "hta_s": 5.50, "hta_mb": 431,
+             # reading alone: decompress, decode every event with msgspec, analyse nothing
+             "read_only_s": 0.36,
+             # the same trace repeated (big_traces.py repeat)
+             "big_json_mb": 919, "big_s": 14.1, "big_mb": 224,
+             "huge_json_gb": 5.0, "huge_s": 99, "huge_mib": 1032}
