@@ -37,7 +37,8 @@ def json_bytes(run) -> int:
 
 # The benchmark's last run by us: tests/benchmarks/bench_analyzer.py --repeat 3 on the stacked
 # training trace, then on that trace repeated to 919 MB and to 5.0 GB of JSON (--no-hta), the
-# analyzer of the commit below on a 2-CPU x86-64 machine (load average under 1.5); the time
+# analyzer of the commit below on a 2-CPU x86-64 machine (load average under 1.5, but for the
+# 5.0 GB run, made while other work used both cores: its time is an upper bound); the time
 # shares from a cProfile of the same analyzer run. The build cannot rerun it (it needs HTA and a
 # quiet machine): the page gives it as dated.
 BENCHMARK = {"date": "2026-12-02", "commit": "823107e", "machine": "a 2-CPU x86-64 machine, Python 3.11.7",
