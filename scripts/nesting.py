@@ -102,50 +102,26 @@ class _Nesting:
         is). Each row keeps the innermost marked row up its parents, so that this reads one
         row where nesting is exact (no row up the parents ended before `t`)."""
         found = self._thread(thread)
-        if found is None:
-            return False, None
-        rows, starts, ends, parents, nearest, earliest, by_end = found
-        at = bisect_right(starts, t) - 1
-        while at >= 0 and ends[at] < t:  # rows that ended before t: not running
-            parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
+        at = -1 if found is None else _running_at(found, t)
         if at < 0:
             return False, None
-        if nearest[at] == _UNKNOWN:
-            self._fill(found, at)
-        if earliest[at] >= t:
-            return True, None if nearest[at] < 0 else rows[nearest[at]]
-        marked = self.marked
-        return True, next((row for row in self.running(thread, t) if marked[row]), None)
+        mine = self._marked_at(found, thread, t, at)
+        return True, None if mine < 0 else mine
 
     def innermost_marked_all(self, threads: list[tuple], times) -> tuple[bytearray, array]:
         """`innermost_marked` of each (threads[i], times[i]): whether any row runs (a byte
         each) and the innermost marked row (-1: none), the queries of a thread together (its
-        columns read once, no call of Python a query where nesting is exact)."""
+        columns looked up once)."""
         some, mine = bytearray(len(times)), array(_index(self.ts), [-1]) * len(times)
-        marked = self.marked
         for thread, queries in _rows_by(threads).items():
             found = self._thread(thread)
             if found is None:
                 continue
-            rows, starts, ends, parents, nearest, earliest, by_end = found
             for i in queries:
-                t = times[i]
-                at = bisect_right(starts, t) - 1
-                while at >= 0 and ends[at] < t:  # rows that ended before t: not running
-                    parent = parents[at]
-                    at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end,
-                                                                   parents, at)
-                if at < 0:
-                    continue
-                some[i] = 1
-                if nearest[at] == _UNKNOWN:
-                    self._fill(found, at)
-                if earliest[at] >= t:
-                    if nearest[at] >= 0:
-                        mine[i] = rows[nearest[at]]
-                else:
-                    mine[i] = next((row for row in self.running(thread, t) if marked[row]), -1)
+                at = _running_at(found, times[i])
+                if at >= 0:
+                    some[i] = 1
+                    mine[i] = self._marked_at(found, thread, times[i], at)
         return some, mine
 
     def innermost_all(self, threads: list[tuple], times) -> array:
@@ -156,17 +132,23 @@ class _Nesting:
             found = self._thread(thread)
             if found is None:
                 continue
-            rows, starts, ends, parents, _, _, by_end = found
+            rows = found[0]
             for i in queries:
-                t = times[i]
-                at = bisect_right(starts, t) - 1
-                while at >= 0 and ends[at] < t:
-                    parent = parents[at]
-                    at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end,
-                                                                   parents, at)
+                at = _running_at(found, times[i])
                 if at >= 0:
                     innermost[i] = rows[at]
         return innermost
+
+    def _marked_at(self, found: tuple, thread: tuple, t: float, at: int) -> int:
+        """The innermost marked row running at `t` (-1: none), `at` the position of the
+        innermost row running then."""
+        rows, _, _, _, nearest, earliest, _ = found
+        if nearest[at] == _UNKNOWN:
+            self._fill(found, at)
+        if earliest[at] >= t:  # nesting exact up the parents: the row kept
+            return -1 if nearest[at] < 0 else rows[nearest[at]]
+        marked = self.marked
+        return next((row for row in self.running(thread, t) if marked[row]), -1)
 
     def _fill(self, found: tuple, at: int) -> None:
         rows, starts, ends, parents, nearest, earliest, by_end = found
@@ -186,6 +168,17 @@ class _Nesting:
     def chain(self, thread: tuple, t: float) -> list[int]:
         """The rows running at `t` on `thread`, outermost first."""
         return list(self.running(thread, t))[::-1]
+
+
+def _running_at(found: tuple, t: float) -> int:
+    """The position in a thread's columns (`_Nesting._thread`) of the innermost row running at
+    `t` (-1: none): the last row opened by then, up its parents past those that had ended."""
+    _, starts, ends, parents, _, _, by_end = found
+    at = bisect_right(starts, t) - 1
+    while at >= 0 and ends[at] < t:  # rows that ended before t: not running
+        parent = parents[at]
+        at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
+    return at
 
 
 _BLOCK = 32  # rows a block of _Ends
