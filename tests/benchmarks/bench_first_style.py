@@ -20,19 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.site_tools import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
-
-CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "toplevel",
-              "blink", "blink_style", "fonts"]
-SETTLE_MS = 2500
-LONG_US = 10_000  # Lantern counts tasks from 10 ms (at 1x) in its blocking time
+from tests.benchmarks.page_loads import (LONG_US, add_site_arguments, alternate,  # noqa: E402
+                                         main_thread, sites_and_pages, spread, traced_load)
 
 # (label, what it measures): the order of the printed lines
 METRICS = [
@@ -50,13 +45,8 @@ METRICS = [
 
 def measure(trace: dict, url: str) -> dict[str, float]:
     """The metrics of one load (durations in us) from its trace."""
-    events = trace["traceEvents"]
-    parses = [e for e in events if e.get("name") == "ParseHTML"
-              and e.get("args", {}).get("beginData", {}).get("url") == url]
-    if not parses:
-        raise SystemExit(f"no parse of {url} in the trace: did the page load?")
-    thread, frame = (parses[0]["pid"], parses[0]["tid"]), parses[0]["args"]["beginData"]["frame"]
-    main = [e for e in events if (e.get("pid"), e.get("tid")) == thread and e.get("ph") == "X" and "dur" in e]
+    parse, main = main_thread(trace["traceEvents"], url)
+    frame = parse["args"]["beginData"]["frame"]
 
     def named(name: str, within: dict | None = None) -> list[dict]:
         return [e for e in main if e["name"] == name and (
@@ -79,60 +69,22 @@ def measure(trace: dict, url: str) -> dict[str, float]:
     }
 
 
-def load(browser, url: str) -> dict[str, float]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    browser.start_tracing(page=page, categories=CATEGORIES)
-    page.goto(url, wait_until="load")
-    page.wait_for_timeout(SETTLE_MS)
-    trace = json.loads(browser.stop_tracing())
-    context.close()
-    return measure(trace, url)
-
-
-def spread(values: list[float], count: bool) -> str:
-    scale = 1 if count else 1000  # us -> ms
-    median, low, high = (v / scale for v in (statistics.median(values), min(values), max(values)))
-    return f"{median:7.1f} [{low:.1f}-{high:.1f}]"
+def load(browser, url: str, *_) -> dict[str, float]:
+    return measure(json.loads(traced_load(browser, url, viewport={"width": 1280, "height": 800})), url)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("site", type=Path)
-    parser.add_argument("--against", type=Path, help="a second built site, loaded alternately")
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--pages", default=",blog/matmul-add/,blog/attention/",
-                        help="paths under the site, comma-separated (an empty one is the home page)")
+    add_site_arguments(parser)
     args = parser.parse_args()
-    sites = [args.site] + ([args.against] if args.against else [])
-    pages = args.pages.split(",")
-    for site in sites:
-        for page in pages:
-            if not (site / page / "index.html").is_file():
-                raise SystemExit(f"{site / page / 'index.html'} does not exist: build the site, or name its pages")
-    from playwright.sync_api import sync_playwright
-
-    results = {(s, p): [] for s in range(len(sites)) for p in pages}
-    with serve(sites[0], compress=True) as base_a, serve(sites[-1], compress=True) as base_b, \
-            sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        bases = [base_a, base_b][:len(sites)]
-        for page in pages:  # one untimed load of each: the server and the disk warmed alike
-            for base in bases:
-                load(browser, base + page)
-        for run in range(args.runs):
-            order = list(range(len(sites)))
-            if run % 2:
-                order.reverse()
-            for page in pages:
-                for s in order:
-                    results[(s, page)].append(load(browser, bases[s] + page))
-        browser.close()
+    sites, pages = sites_and_pages(args)
+    results = alternate(sites, pages, args.runs, [None], load)
     print(f"Chromium, 1280 px, {args.runs} loads per page and site; ms (or count): median [min-max]")
     for page in pages:
         print(f"\n{page or 'home'}" + (f"   A = {sites[0]}   B = {sites[1]}" if len(sites) > 1 else ""))
         for key, label in METRICS:
-            cells = [spread([r[key] for r in results[(s, page)]], key.endswith(("_count", "_elements")))
+            scale = 1 if key.endswith(("_count", "_elements")) else 1000
+            cells = [f"{spread([r[key] for r in results[(s, page, None)]], scale):>16}"
                      for s in range(len(sites))]
             print(f"  {label:48s} " + "   ".join(("A " if len(sites) > 1 else "") + c if i == 0 else "B " + c
                                                   for i, c in enumerate(cells)))

@@ -41,8 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.benchmarks.bench_first_style import CATEGORIES, LONG_US, SETTLE_MS  # noqa: E402
-from tests.site_tools import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
+from tests.benchmarks.page_loads import (LONG_US, add_site_arguments, alternate,  # noqa: E402
+                                         event_data, main_thread, sites_and_pages, spread,
+                                         traced_load)
 
 SLOWDOWN = 7  # `make lighthouse`'s calibrated CPU slowdown on this host
 BLOCKING_US = 50_000  # the part of a task above this counts as blocking
@@ -70,14 +71,9 @@ def _file(url: str, page_url: str) -> str:
     return HASHED.sub("", url.split("?")[0].rstrip("/").rsplit("/", 1)[-1])
 
 
-def _data(event: dict) -> dict:
-    args = event.get("args", {})
-    return args.get("data") or args.get("beginData") or {}
-
-
 def category(event: dict, page_url: str) -> str | None:
     """The kind of work an event is, or None for one that is part of what holds it."""
-    name, data = event["name"], _data(event)
+    name, data = event["name"], event_data(event)
     if name == "ResourceFetcher::requestResource":
         url = event.get("args", {}).get("url", "")
         return "svg icon (data: URI)" if url.startswith("data:image/svg") else "request " + _file(url, page_url)
@@ -146,16 +142,12 @@ def name_task(task: dict, page_url: str, loaded: bool) -> str:
 def measure(trace: dict, url: str) -> dict:
     """The long tasks of one load: [{name, start_us, thread_us, split}], in order."""
     events = trace["traceEvents"]
-    parses = [e for e in events if e.get("name") == "ParseHTML"
-              and _data(e).get("url") == url]
-    if not parses:
-        raise SystemExit(f"no parse of {url} in the trace: did the page load?")
-    thread, frame = (parses[0]["pid"], parses[0]["tid"]), _data(parses[0]).get("frame")
-    loads = [e["ts"] for e in events if e.get("name") == "MarkLoad" and _data(e).get("frame") == frame]
+    parse, main = main_thread(events, url)
+    frame = event_data(parse).get("frame")
+    loads = [e["ts"] for e in events if e.get("name") == "MarkLoad" and event_data(e).get("frame") == frame]
     loaded_at = loads[0] if loads else float("inf")
-    main = [e for e in events if (e.get("pid"), e.get("tid")) == thread and e.get("ph") == "X" and "dur" in e]
     roots = _nest(main)
-    start = parses[0]["ts"]
+    start = parse["ts"]
     tasks, every = [], defaultdict(list)
     for root in roots:
         if root["name"] != "RunTask" or root.get("tdur", 0) < TRACKED_US:
@@ -176,23 +168,12 @@ def totals(load: dict) -> dict[str, float]:
             "blocking": sum(max(SLOWDOWN * t["thread_us"] - BLOCKING_US, 0) for t in tasks)}
 
 
-def load(browser, url: str, width: int, keep: Path | None, tag: str) -> dict:
+def load(browser, url: str, width: int, keep: Path | None, tag: str | None) -> dict:
     options = PHONE if width == PHONE["viewport"]["width"] else {"viewport": {"width": width, "height": 800}}
-    context = browser.new_context(**options)
-    page = context.new_page()
-    browser.start_tracing(page=page, categories=CATEGORIES)
-    page.goto(url, wait_until="load")
-    page.wait_for_timeout(SETTLE_MS)
-    raw = browser.stop_tracing()
-    context.close()
-    if keep:
+    raw = traced_load(browser, url, **options)
+    if keep and tag:
         (keep / f"{tag}.json").write_bytes(raw)
     return measure(json.loads(raw), url)
-
-
-def spread(values: list[float], scale: float = 1000) -> str:
-    median, low, high = (v / scale for v in (statistics.median(values), min(values), max(values)))
-    return f"{median:.1f} [{low:.1f}-{high:.1f}]"
 
 
 def report(loads: list[dict], label: str, tracked: list[str]) -> None:
@@ -233,49 +214,26 @@ def report(loads: list[dict], label: str, tracked: list[str]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("site", type=Path)
-    parser.add_argument("--against", type=Path, help="a second built site, loaded alternately")
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--pages", default=",blog/matmul-add/,blog/attention/",
-                        help="paths under the site, comma-separated (an empty one is the home page)")
+    add_site_arguments(parser)
     parser.add_argument("--widths", default="1280,390", help="viewport widths in CSS px, comma-separated")
     parser.add_argument("--track", default="", help="kinds of task (as printed) to follow in every load, "
                         "long or not, comma-separated; kinds joined by | are followed as one")
     parser.add_argument("--keep", type=Path, help="a folder to write each load's trace into")
     args = parser.parse_args()
     tracked = [t for t in args.track.split(",") if t]
-    sites = [args.site] + ([args.against] if args.against else [])
-    pages = args.pages.split(",")
     try:
         widths = [int(w) for w in args.widths.split(",")]
     except ValueError:
         raise SystemExit(f"--widths {args.widths!r}: give whole numbers of CSS px, comma-separated") from None
-    for site in sites:
-        for page in pages:
-            if not (site / page / "index.html").is_file():
-                raise SystemExit(f"{site / page / 'index.html'} does not exist: build the site, or name its pages")
+    sites, pages = sites_and_pages(args)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-    from playwright.sync_api import sync_playwright
 
-    results = defaultdict(list)
-    with serve(sites[0], compress=True) as base_a, serve(sites[-1], compress=True) as base_b, \
-            sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        bases = [base_a, base_b][:len(sites)]
-        for page in pages:  # one untimed load of each: the server and the disk warmed alike
-            for base in bases:
-                load(browser, base + page, widths[0], None, "")
-        for run in range(args.runs):
-            order = list(range(len(sites)))
-            if run % 2:
-                order.reverse()
-            for page in pages:
-                for width in widths:
-                    for s in order:
-                        tag = f"{'AB'[s]}_{page.strip('/').replace('/', '_') or 'home'}_{width}_{run}"
-                        results[(s, page, width)].append(load(browser, bases[s] + page, width, args.keep, tag))
-        browser.close()
+    def one(browser, url: str, page: str, width: int, s: int, run: int | None) -> dict:
+        tag = None if run is None else f"{'AB'[s]}_{page.strip('/').replace('/', '_') or 'home'}_{width}_{run}"
+        return load(browser, url, width, args.keep, tag)
+
+    results = alternate(sites, pages, args.runs, widths, one)
     print(f"Chromium, {args.runs} loads per page, width and site; thread time in ms, median [min-max]")
     for page in pages:
         for width in widths:
