@@ -172,7 +172,7 @@ class _Builder:
         """The group of a category's complete events for `add_columns` (see
         `scripts.compiled`): their kind where it is skipped, else "" (made into Events, in
         file order); None where the kind is told by the event's name."""
-        kind = KIND_BY_CATEGORY.get(cat.lower())
+        kind = self._category_kind(cat)
         if kind is None:
             return None
         return kind if kind in self.skip_kinds else ""
@@ -304,18 +304,21 @@ class _Builder:
         kinds = self.kinds  # only categories that decide the kind alone
         if cats and cats.count(cats[0]) == len(cats) and cats[0] in kinds:  # one (compiled groups)
             return [kinds[cats[0]]] * len(cats), {kinds[cats[0]]}
-        by_name = False
-        for cat in set(cats).difference(kinds):
-            kind = KIND_BY_CATEGORY.get(cat.lower())
-            if kind is None:
-                by_name = True
-            else:
-                kinds[cat] = kind
+        by_name = None in [self._category_kind(cat) for cat in set(cats).difference(kinds)]
         if by_name:
             found = [kinds.get(cat) or _kind(cat, name) for cat, name in zip(cats, names)]
         else:
             found = list(map(kinds.__getitem__, cats))
         return found, set(found)
+
+    def _category_kind(self, cat: str) -> str | None:
+        """The kind of a category's events, kept in `kinds`; None where the name tells it."""
+        kind = self.kinds.get(cat)
+        if kind is None:
+            kind = KIND_BY_CATEGORY.get(cat.lower())
+            if kind is not None:
+                self.kinds[cat] = kind
+        return kind
 
     def finish(self, metadata: dict) -> Trace:
         events = self.events
