@@ -17,7 +17,7 @@ from operator import add, eq, ge, gt, lt, or_, sub
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
 from .launches import activity_table, launch_table
-from .oprows import Coded, stable_order
+from .oprows import Coded, pieces, stable_order, taken
 from .trace import Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -67,22 +67,22 @@ class TraceIndex:
                              for start, row in zip(activities.ts, launches)))
         order, self.placed_times = stable_order(placed)
         del placed
+        parts = pieces(order)  # as a rule the activities' own order, or a few runs of it
         # The row of each one's runtime/driver call in `calls`, -1 without one.
-        self.launches = array("q", map(launches.__getitem__, order))
+        self.launches = array("q", taken(launches, order, parts))
         del launches
         # Floats in arrays (8 bytes a value, not a float object's 32); the others are lists of
         # shared objects (names, kinds, ids).
-        self.starts = array("d", map(activities.ts.__getitem__, order))
-        self.durs = array("d", map(activities.dur.__getitem__, order))
+        self.starts = taken(activities.ts, order, parts)
+        self.durs = taken(activities.dur, order, parts)
         self.ends = array("d", map(add, self.starts, self.durs))
         # Names, kinds, devices and streams as codes (Coded): a byte or two each.
-        self.names = activities.names.take(order)
-        self.event_kinds = activities.kinds.take(order)  # kernel / memcpy / memset
-        kinds = {pair: kernel_kind(*pair) for pair in set(zip(self.names, self.event_kinds))}
-        self.kinds = Coded()  # compute / communication / memory / other
-        self.kinds.extend(list(map(kinds.__getitem__, zip(self.names, self.event_kinds))))
-        self.device_of = activities.device_of.take(order)
-        self.stream_of = activities.stream_of.take(order)
+        self.names = activities.names.take(order, parts)
+        self.event_kinds = activities.kinds.take(order, parts)  # kernel / memcpy / memset
+        self.kinds = _kernel_kinds(self.names, self.event_kinds)
+        self.device_of = activities.device_of.take(order, parts)
+        self.stream_of = activities.stream_of.take(order, parts)
+        del order, parts
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
             device: union_of_arrays(*where(self.device_of, device, self.starts, self.ends))
@@ -200,6 +200,18 @@ class TraceIndex:
         """The activities placed in the window: [lo, hi) of the activity columns."""
         return (bisect_left(self.placed_times, window.start),
                 bisect_left(self.placed_times, window.end))
+
+
+def _kernel_kinds(names: Coded, kinds: Coded) -> Coded:
+    """compute / communication / memory / other of each activity (`kernel_kind` of its name and
+    kind), told once per pair of codes."""
+    found = Coded()
+    pairs = Coded()
+    pairs.extend_pairs(names.codes, kinds.codes)
+    told = [kernel_kind(names.values[name], kinds.values[kind]) for name, kind in pairs.values]
+    found.extend(told)
+    found.codes = taken(found.codes, pairs.codes, None)
+    return found
 
 
 def _take(column: list, indices: list[int]) -> list:

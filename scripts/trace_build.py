@@ -13,7 +13,8 @@ from operator import and_, attrgetter, is_not, itemgetter, not_, sub, truth
 from pathlib import Path
 
 from .columns import int_args
-from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, trace_order
+from .oprows import (MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, pieces,
+                     taken, trace_order)
 from .parse import TraceError, read_trace
 from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, GPU_ACTIVITY_KINDS, KEPT_ARGS,
                           KIND_BY_CATEGORY, LAUNCH_KINDS, PROFILER_FLAGS, Event, Instant, Skipped,
@@ -187,19 +188,21 @@ class _Builder:
         kinds, distinct = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        if not self.skip_kinds.issuperset(distinct):  # Events: one object per id, not per row
-            ids = self.ids
+        if not self.skip_kinds.issuperset(distinct):  # Events: one object per text, per id
+            strings, ids = self.strings, self.ids
+            names = list(map(strings.setdefault, names, names))
             pids = list(map(ids.setdefault, pids, pids))
             tids = list(map(ids.setdefault, tids, tids))
-        # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
-        every = len(distinct) == 1 and None not in args
-        given = None if every else list(map(is_not, args, repeat(None)))
         wanted = distinct.difference(_ARGLESS_KINDS, self.skip_kinds - _ID_KINDS)
+        with_ops = "cpu_op" in self.columns_of and "cpu_op" in distinct
+        # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
+        every = (wanted or with_ops) and len(distinct) == 1 and None not in args
+        given = None if every or not (wanted or with_ops) else list(map(is_not, args, repeat(None)))
         where = (range(len(kinds)) if every else _rows(kinds, wanted, given)) if wanted else []
         if where:
             self._kept_values(where, read_args(_picked(args, where)), column, correlations)
         op_args = None
-        if "cpu_op" in self.columns_of and "cpu_op" in distinct:
+        if with_ops:
             where = range(len(kinds)) if every else _rows(kinds, {"cpu_op"}, given)
             values = read_args(_picked(args, where)) if where else []
             n = len(KEPT_ARGS)
@@ -341,9 +344,10 @@ class _Builder:
             if columns is not None and not in_trace_order(ts, dur):
                 order, ts = trace_order(ts, dur)
                 ts = ts if isinstance(ts, array) else array("d", ts)
-                dur = array("d", map(dur.__getitem__, order))
-                columns.reorder(order)
-                del order
+                parts = pieces(order)  # as a rule a few hundred: every column taken in slices
+                dur = taken(dur, order, parts)
+                columns.reorder(order, parts)
+                del order, parts
             skipped[kind] = Skipped(ts, dur, columns)
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,
