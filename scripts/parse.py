@@ -79,8 +79,8 @@ class EventSink(Protocol):
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
         """As add_complete, from the compiled path (`scripts.compiled`), a call per group of
-        `group_of` (where the sink has it): pids and tids as decoded (not one object per
-        value); `args` holds each event's args object as that path holds it (None without one,
+        `group_of` (where the sink has it): names, pids and tids as decoded (not one object per
+        value: the sink's to share where it keeps them); `args` holds each event's args object as that path holds it (None without one,
         or null); `read_args(some of them)` gives for each None (null) or the values of
         `kept_args` and `raw_args` in order, of any JSON type, `absent` where absent."""
 
