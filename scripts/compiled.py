@@ -59,6 +59,7 @@ class Runs:
         shown.append(("args", msgspec.Raw, absent))
         others = [msgspec.defstruct(f"Phase{i}", shown if ph in "MiI" else [], tag=ph, **tagged)
                   for i, ph in enumerate(PHASES)]
+        self.fields = args.__struct_fields__  # the kept args', in order
         self.complete = complete
         self.shown = frozenset(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
         self.events = msgspec.json.Decoder(list[Union[(complete, *others)]])
@@ -123,12 +124,21 @@ class Runs:
             starts, durations = _times(xs)
             sink.add_columns(cats, names, pids, tids, starts, durations, args, self.read_args)
 
-    def read_args(self, found: list) -> list:
+    def read_args(self, found: list, fields: int | slice | None = None) -> list:
         """The kept args' values of these args (decoded with their events) as tuples, None for
-        one that is null."""
+        one that is null; `fields`: a slice of them (tuples of those, taken at once: no tuple
+        of all made, then cut), or the position of one (its value, not in a tuple)."""
+        if fields is None:
+            get = self.astuple
+        elif isinstance(fields, int):
+            get = attrgetter(self.fields[fields])
+        else:
+            chosen = self.fields[fields]
+            get = attrgetter(*chosen) if len(chosen) > 1 else (
+                lambda args: tuple(getattr(args, name) for name in chosen))
         if None in found:
-            return [None if args is None else self.astuple(args) for args in found]
-        return list(map(self.astuple, found))
+            return [None if args is None else get(args) for args in found]
+        return list(map(get, found))
 
     def _raw(self, event) -> dict | None:
         """A metadata or instant event as the dict the sink reads (its fields, args decoded)."""

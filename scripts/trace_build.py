@@ -9,7 +9,7 @@ import zlib
 from array import array
 from collections.abc import Callable
 from itertools import chain, compress, repeat
-from operator import and_, attrgetter, is_not, itemgetter, not_, sub, truth
+from operator import and_, attrgetter, is_not, not_, sub, truth
 from pathlib import Path
 
 from .columns import int_args
@@ -200,42 +200,42 @@ class _Builder:
         given = None if every or not (wanted or with_ops) else list(map(is_not, args, repeat(None)))
         where = (range(len(kinds)) if every else _rows(kinds, wanted, given)) if wanted else []
         if where:
-            self._kept_values(where, read_args(_picked(args, where)), column, correlations)
+            self._kept_values(where, _picked(args, where), read_args, column, correlations)
         op_args = None
         if with_ops:
             where = range(len(kinds)) if every else _rows(kinds, {"cpu_op"}, given)
-            values = read_args(_picked(args, where)) if where else []
-            n = len(KEPT_ARGS)
-            if len(where) == len(kinds) and None not in values:
-                op_args = list(map(itemgetter(slice(n, None)), values))  # OP_ARGS, in order
+            # OP_ARGS, in order (after KEPT_ARGS)
+            values = read_args(_picked(args, where), slice(len(KEPT_ARGS), None)) if where else []
+            if len(where) == len(kinds) and (every or None not in values):
+                op_args = values
             else:
                 op_args = [None] * len(kinds)
                 for i, found in zip(where, values):
                     if found is not None:
-                        op_args[i] = found[n:]
+                        op_args[i] = found
         self._add_columns(kinds, distinct, [names, kinds, cats, starts, durations, pids, tids,
                                             column, correlations], op_args)
 
-    def _kept_values(self, where: list[int], values: list, column: list, correlations: list
-                     ) -> None:
+    def _kept_values(self, where: list[int], args: list, read_args: Callable, column: list,
+                     correlations: list) -> None:
         """The correlation ids and shared others (as `_shared`) of rows `where` from the values
-        of their KEPT_ARGS (then maybe others): where those are ints or absent (as a rule),
-        looked up by the values but the correlation id, not a dict made per event."""
+        of their KEPT_ARGS (`read_args` of their `args`; maybe others after them): where those
+        are ints or absent (as a rule), looked up by the values but the correlation id, not a
+        dict made per event."""
         n = len(KEPT_ARGS)
-        kept = list(map(itemgetter(slice(0, n)), values)) if None not in values else None
+        ids, others = read_args(args, 0), read_args(args, slice(1, n))
         # Only ints and MISSING: no two values that compare equal are read differently (1, 1.0
-        # and True would be one key).
-        if kept is None or not {int, object}.issuperset(set(map(type, chain.from_iterable(kept)))):
-            for i, found in zip(where, values):
+        # and True would be one key). A null args object (None): not those either.
+        if not {int, object}.issuperset(set(map(type, ids)).union(
+                map(type, chain.from_iterable(others)) if None not in others else (None,))):
+            for i, found in zip(where, read_args(args)):
                 if found is not None:
-                    args = {k: v for k, v in zip(KEPT_ARGS, found) if type(v) is int}
-                    if args:
-                        correlations[i], column[i] = self._shared(args)
+                    kept = {k: v for k, v in zip(KEPT_ARGS, found) if type(v) is int}
+                    if kept:
+                        correlations[i], column[i] = self._shared(kept)
             return
-        ids = list(map(itemgetter(0), kept))
         if MISSING in ids:
             ids = [None if found is MISSING else found for found in ids]
-        others = list(map(itemgetter(slice(1, n)), kept))
         by_values = self.others_by_values
         for key in set(others).difference(by_values):
             args = {k: v for k, v in zip(KEPT_ARGS[1:], key) if v is not MISSING}
