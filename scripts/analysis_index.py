@@ -123,8 +123,9 @@ class TraceIndex:
             keys.extend([key] * len(gaps))
         order, self.gap_times = stable_order(times)
         del times
-        self.gap_codes = array("i", map(codes.__getitem__, order))
-        self.gap_durs, self.gap_keys = array("d", map(durs.__getitem__, order)), keys.take(order)
+        parts = pieces(order)
+        self.gap_codes = taken(codes, order, parts)
+        self.gap_durs, self.gap_keys = taken(durs, order, parts), keys.take(order, parts)
 
     def _idle_before(self) -> None:
         """The GPU's idle time right before each activity, by cause (`idle_host_wait`,
@@ -189,9 +190,10 @@ class TraceIndex:
             matched = array("q", map(earliest.__getitem__, map(launches.__getitem__, firsts)))
         del firsts
         calls = array("q", map(launches.__getitem__, matched))
-        self.launch_times = array("d", map(table.ts.__getitem__, calls))
-        self.call_durs = array("d", map(table.dur.__getitem__, calls))
-        self.call_names = table.names.take(calls)
+        parts = pieces(calls)  # the calls in order, as a rule
+        self.launch_times = taken(table.ts, calls, parts)
+        self.call_durs = taken(table.dur, calls, parts)
+        self.call_names = table.names.take(calls, parts)
         self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
@@ -241,8 +243,8 @@ _FEW_KEYS = 32  # the most values of a Coded column that `_rows_by` reads a valu
 
 def _by_start(rows: array, starts) -> array:
     """The rows sorted by their starts, a stable sort (as `rows.sort(key=starts.__getitem__)`)."""
-    order = stable_order(array("d", map(starts.__getitem__, rows)))[0]
-    return array(rows.typecode, map(rows.__getitem__, order))
+    order = stable_order(taken(starts, rows))[0]
+    return taken(rows, order)
 
 
 def where(keys: list, key, *columns: list) -> list[list]:
