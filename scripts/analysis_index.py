@@ -63,8 +63,7 @@ class TraceIndex:
         self.calls = calls = launch_table(trace)
         launches = activities.launch_rows(calls)
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
-        placed = array("d", (start if row < 0 else calls.ts[row]
-                             for start, row in zip(activities.ts, launches)))
+        placed = _at_rows(calls.ts, launches, activities.ts)
         order, self.placed_times = stable_order(placed)
         del placed
         parts = pieces(order)  # as a rule the activities' own order, or a few runs of it
@@ -96,8 +95,7 @@ class TraceIndex:
         starts, ends = self.starts, self.ends
         # When the launch call of each activity began; -inf without one (never host wait).
         call_starts = self.calls.ts
-        launch_starts = array("d", (-math.inf if row < 0 else call_starts[row]
-                                    for row in self.launches))
+        launch_starts = _at_rows(call_starts, self.launches, repeat(-math.inf))
         pairs = Coded()  # (device, stream) of each
         pairs.extend_pairs(list(self.device_of), list(self.stream_of))
         by_stream = _rows_by(pairs)  # in placing order
@@ -213,6 +211,18 @@ def _kernel_kinds(names: Coded, kinds: Coded) -> Coded:
     told = [kernel_kind(names.values[name], kinds.values[kind]) for name, kind in pairs.values]
     found.extend(told)
     found.codes = taken(found.codes, pairs.codes, None)
+    return found
+
+
+def _at_rows(column: array, rows: array, instead) -> array:
+    """`column[row]` for each of `rows`, `instead`'s value at that place where the row is -1
+    (none): a column at a time, those few put after."""
+    missing = list(compress(range(len(rows)), map(lt, rows, repeat(0))))
+    if not missing:
+        return array("d", map(column.__getitem__, rows))
+    found = array("d", map(column.__getitem__, rows)) if column else array("d", bytes(8 * len(rows)))
+    for i, value in zip(missing, compress(instead, map(lt, rows, repeat(0)))):
+        found[i] = value
     return found
 
 
