@@ -10,14 +10,15 @@ from __future__ import annotations
 import math
 import re
 from array import array
+from collections import deque
 from bisect import bisect_left
-from itertools import accumulate, compress, repeat
-from operator import add, eq, ge, gt, lt, or_, sub
+from itertools import accumulate, compress, islice, repeat
+from operator import add, eq, ge, gt, le, lt, neg, or_, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
 from .launches import activity_table, launch_table
-from .oprows import Coded, pieces, stable_order, taken
+from .oprows import Coded, longest_first_at_equal_starts, pieces, stable_order, taken
 from .trace import Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -81,6 +82,10 @@ class TraceIndex:
         self.kinds = _kernel_kinds(self.names, self.event_kinds)
         self.device_of = activities.device_of.take(order, parts)
         self.stream_of = activities.stream_of.take(order, parts)
+        # Where each activity of the table (in trace order: by start) is placed: the rows of
+        # `_gaps` by start, without a sort.
+        self._placed_at = array("i" if len(order) < (1 << 31) else "q", [0]) * len(order)
+        deque(map(self._placed_at.__setitem__, order, range(len(order))), 0)
         del order, parts
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
@@ -99,14 +104,16 @@ class TraceIndex:
         pairs = Coded()  # (device, stream) of each
         pairs.extend_pairs(list(self.device_of), list(self.stream_of))
         by_stream = _rows_by(pairs)  # in placing order
-        del pairs
+        by_start = self._by_start_of_streams(pairs, by_stream)
+        del pairs, self._placed_at
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
         times, codes, durs, keys = array("d"), array("i"), array("d"), Coded()
         # Each stream's activities by start; kept for `_idle_before` (a GPU of one stream, as
         # a rule: the same order, not sorted twice).
         self._by_stream_start = {}
         for key, on_stream in by_stream.items():
-            on_stream = self._by_stream_start[key] = _by_start(on_stream, starts)
+            on_stream = self._by_stream_start[key] = by_start.get(key) or _by_start(on_stream,
+                                                                                  starts)
             previous, current = on_stream[:-1], on_stream[1:]
             previous_ends = array("d", map(ends.__getitem__, previous))
             gaps = array("d", map(sub, _take(starts, current), previous_ends))
@@ -124,6 +131,24 @@ class TraceIndex:
         parts = pieces(order)
         self.gap_codes = taken(codes, order, parts)
         self.gap_durs, self.gap_keys = taken(durs, order, parts), keys.take(order, parts)
+
+    def _by_start_of_streams(self, pairs: Coded, by_stream: dict) -> dict:
+        """The rows of each stream (`pairs`: the stream of each row) in order of start, a
+        stable sort (as `_by_start`): the table's order (`_placed_at`: by start) of that
+        stream's rows, those of equal starts put back in placing order. A stream whose rows in
+        that order are not in order of start (NaN) is left out (sorted by `_by_start`)."""
+        rows = self._placed_at
+        found = {}
+        if len(by_stream) > 1:
+            codes = taken(pairs.codes, rows)
+        for key in by_stream:
+            mine = rows if len(by_stream) == 1 else array(rows.typecode, compress(
+                rows, map(eq, codes, repeat(pairs._code[key]))))
+            starts = taken(self.starts, mine)
+            if all(map(le, starts, islice(starts, 1, None))):
+                longest_first_at_equal_starts(mine, starts, neg)  # ties: the lower row first
+                found[key] = mine
+        return found
 
     def _idle_before(self) -> None:
         """The GPU's idle time right before each activity, by cause (`idle_host_wait`,

@@ -91,3 +91,24 @@ def test_random_launch_calls_from_columns_and_events(tmp_path):
         for skipped in (LAUNCH_KINDS, COLUMN_KINDS):
             lean = load_trace(path, skip_kinds=skipped)
             assert (activities_of(lean), calls_of(lean)) == expected
+
+def test_streams_by_start_from_the_table_order_are_those_of_a_sort(monkeypatch):
+    """The index takes each stream's activities in order of start from the activity table's
+    own order (by start), equal starts put back in placing order: its gaps and idle times are
+    those of a stable sort of each stream's rows (what `_by_start` does)."""
+    from scripts.analysis_index import TraceIndex
+
+    def columns(index) -> tuple:
+        return tuple(list(getattr(index, name)) for name in (
+            "gap_times", "gap_codes", "gap_durs", "gap_keys", "idle_host_wait", "idle_queued",
+            "idle_other", "idle"))
+
+    rng = random.Random(9)
+    for _ in range(150):
+        trace = build_trace(random_trace(rng))
+        if not trace.gpu_activities:
+            continue
+        found = columns(TraceIndex(trace))
+        with monkeypatch.context() as patch:
+            patch.setattr(TraceIndex, "_by_start_of_streams", lambda *args: {})
+            assert found == columns(TraceIndex(trace))
