@@ -19,7 +19,7 @@ from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
 from .launches import activity_table, launch_table
 from .oprows import Coded, longest_first_at_equal_starts, pieces, stable_order, taken
-from .trace import Trace, Window
+from .trace import LAUNCH_KINDS, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
 _COMMUNICATION = re.compile(r"^nccl.*Kernel")
@@ -299,11 +299,18 @@ def kept(column, chosen):
 
 def _host_work(trace: Trace) -> tuple[array, array]:
     """The merged intervals of host work: ops and launch calls (events or skipped times). The
-    union of each kind's union: the same intervals, without a copy of the millions of ops; in
-    arrays (a trace has hundreds of thousands of them)."""
+    union of the ops' union and the calls: the same intervals, without a copy of the millions
+    of ops (nested: their union is a fraction of them); the calls, which do not nest (as a
+    rule their union is themselves), as they are, not merged twice. In arrays (a trace has
+    hundreds of thousands of them)."""
     starts, ends = array("d"), array("d")
     for kind in sorted(HOST_WORK_KINDS):
-        merged = union_of_spans(*trace.time_columns(kind))
+        ts, dur = trace.time_columns(kind)
+        if kind in LAUNCH_KINDS:
+            starts += ts
+            ends += array("d", map(add, ts, dur))
+            continue
+        merged = union_of_spans(ts, dur)
         starts += merged[0]
         ends += merged[1]
         del merged
