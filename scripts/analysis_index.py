@@ -245,7 +245,8 @@ def _at_rows(column: array, rows: array, instead) -> array:
     missing = list(compress(range(len(rows)), map(lt, rows, repeat(0))))
     if not missing:
         return array("d", map(column.__getitem__, rows))
-    found = array("d", map(column.__getitem__, rows)) if column else array("d", bytes(8 * len(rows)))
+    found = (array("d", map(column.__getitem__, rows)) if column else
+             array("d", [0.0]) * len(rows))
     for i, value in zip(missing, compress(instead, map(lt, rows, repeat(0)))):
         found[i] = value
     return found

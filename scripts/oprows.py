@@ -138,7 +138,7 @@ def taken(column, order, parts: list | None | bool = False):
         parts = pieces(order)
     if parts is None:
         if isinstance(column, array):
-            if column.typecode == "B":  # bytes made at once: an array's extend goes a value at a time
+            if column.typecode == "B":  # bytes made at once (an array's go a value at a time)
                 return array("B", bytes(map(column.__getitem__, order)))
             return array(column.typecode, map(column.__getitem__, order))
         return type(column)(map(column.__getitem__, order))
