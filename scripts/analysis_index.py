@@ -10,15 +10,16 @@ from __future__ import annotations
 import math
 import re
 from array import array
+from collections import deque
 from bisect import bisect_left
-from itertools import accumulate, compress, repeat
-from operator import add, eq, ge, gt, lt, or_, sub
+from itertools import accumulate, compress, islice, repeat
+from operator import add, eq, ge, gt, le, lt, neg, or_, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
 from .launches import activity_table, launch_table
-from .oprows import Coded, stable_order
-from .trace import Trace, Window
+from .oprows import Coded, longest_first_at_equal_starts, pieces, stable_order, taken
+from .trace import LAUNCH_KINDS, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
 _COMMUNICATION = re.compile(r"^nccl.*Kernel")
@@ -63,26 +64,29 @@ class TraceIndex:
         self.calls = calls = launch_table(trace)
         launches = activities.launch_rows(calls)
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
-        placed = array("d", (start if row < 0 else calls.ts[row]
-                             for start, row in zip(activities.ts, launches)))
+        placed = _at_rows(calls.ts, launches, activities.ts)
         order, self.placed_times = stable_order(placed)
         del placed
+        parts = pieces(order)  # as a rule the activities' own order, or a few runs of it
         # The row of each one's runtime/driver call in `calls`, -1 without one.
-        self.launches = array("q", map(launches.__getitem__, order))
+        self.launches = array("q", taken(launches, order, parts))
         del launches
         # Floats in arrays (8 bytes a value, not a float object's 32); the others are lists of
         # shared objects (names, kinds, ids).
-        self.starts = array("d", map(activities.ts.__getitem__, order))
-        self.durs = array("d", map(activities.dur.__getitem__, order))
+        self.starts = taken(activities.ts, order, parts)
+        self.durs = taken(activities.dur, order, parts)
         self.ends = array("d", map(add, self.starts, self.durs))
         # Names, kinds, devices and streams as codes (Coded): a byte or two each.
-        self.names = activities.names.take(order)
-        self.event_kinds = activities.kinds.take(order)  # kernel / memcpy / memset
-        kinds = {pair: kernel_kind(*pair) for pair in set(zip(self.names, self.event_kinds))}
-        self.kinds = Coded()  # compute / communication / memory / other
-        self.kinds.extend(list(map(kinds.__getitem__, zip(self.names, self.event_kinds))))
-        self.device_of = activities.device_of.take(order)
-        self.stream_of = activities.stream_of.take(order)
+        self.names = activities.names.take(order, parts)
+        self.event_kinds = activities.kinds.take(order, parts)  # kernel / memcpy / memset
+        self.kinds = _kernel_kinds(self.names, self.event_kinds)
+        self.device_of = activities.device_of.take(order, parts)
+        self.stream_of = activities.stream_of.take(order, parts)
+        # Where each activity of the table (in trace order: by start) is placed: the rows of
+        # `_gaps` by start, without a sort.
+        self._placed_at = array("i" if len(order) < (1 << 31) else "q", [0]) * len(order)
+        deque(map(self._placed_at.__setitem__, order, range(len(order))), 0)
+        del order, parts
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
             device: union_of_arrays(*where(self.device_of, device, self.starts, self.ends))
@@ -96,19 +100,20 @@ class TraceIndex:
         starts, ends = self.starts, self.ends
         # When the launch call of each activity began; -inf without one (never host wait).
         call_starts = self.calls.ts
-        launch_starts = array("d", (-math.inf if row < 0 else call_starts[row]
-                                    for row in self.launches))
+        launch_starts = _at_rows(call_starts, self.launches, repeat(-math.inf))
         pairs = Coded()  # (device, stream) of each
         pairs.extend_pairs(list(self.device_of), list(self.stream_of))
         by_stream = _rows_by(pairs)  # in placing order
-        del pairs
+        by_start = self._by_start_of_streams(pairs, by_stream)
+        del pairs, self._placed_at
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
         times, codes, durs, keys = array("d"), array("i"), array("d"), Coded()
         # Each stream's activities by start; kept for `_idle_before` (a GPU of one stream, as
         # a rule: the same order, not sorted twice).
         self._by_stream_start = {}
         for key, on_stream in by_stream.items():
-            on_stream = self._by_stream_start[key] = _by_start(on_stream, starts)
+            on_stream = self._by_stream_start[key] = by_start.get(key) or _by_start(on_stream,
+                                                                                  starts)
             previous, current = on_stream[:-1], on_stream[1:]
             previous_ends = array("d", map(ends.__getitem__, previous))
             gaps = array("d", map(sub, _take(starts, current), previous_ends))
@@ -123,8 +128,27 @@ class TraceIndex:
             keys.extend([key] * len(gaps))
         order, self.gap_times = stable_order(times)
         del times
-        self.gap_codes = array("i", map(codes.__getitem__, order))
-        self.gap_durs, self.gap_keys = array("d", map(durs.__getitem__, order)), keys.take(order)
+        parts = pieces(order)
+        self.gap_codes = taken(codes, order, parts)
+        self.gap_durs, self.gap_keys = taken(durs, order, parts), keys.take(order, parts)
+
+    def _by_start_of_streams(self, pairs: Coded, by_stream: dict) -> dict:
+        """The rows of each stream (`pairs`: the stream of each row) in order of start, a
+        stable sort (as `_by_start`): the table's order (`_placed_at`: by start) of that
+        stream's rows, those of equal starts put back in placing order. A stream whose rows in
+        that order are not in order of start (NaN) is left out (sorted by `_by_start`)."""
+        rows = self._placed_at
+        found = {}
+        if len(by_stream) > 1:
+            codes = taken(pairs.codes, rows)
+        for key in by_stream:
+            mine = rows if len(by_stream) == 1 else array(rows.typecode, compress(
+                rows, map(eq, codes, repeat(pairs._code[key]))))
+            starts = taken(self.starts, mine)
+            if all(map(le, starts, islice(starts, 1, None))):
+                longest_first_at_equal_starts(mine, starts, neg)  # ties: the lower row first
+                found[key] = mine
+        return found
 
     def _idle_before(self) -> None:
         """The GPU's idle time right before each activity, by cause (`idle_host_wait`,
@@ -189,9 +213,10 @@ class TraceIndex:
             matched = array("q", map(earliest.__getitem__, map(launches.__getitem__, firsts)))
         del firsts
         calls = array("q", map(launches.__getitem__, matched))
-        self.launch_times = array("d", map(table.ts.__getitem__, calls))
-        self.call_durs = array("d", map(table.dur.__getitem__, calls))
-        self.call_names = table.names.take(calls)
+        parts = pieces(calls)  # the calls in order, as a rule
+        self.launch_times = taken(table.ts, calls, parts)
+        self.call_durs = taken(table.dur, calls, parts)
+        self.call_names = table.names.take(calls, parts)
         self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
@@ -200,6 +225,31 @@ class TraceIndex:
         """The activities placed in the window: [lo, hi) of the activity columns."""
         return (bisect_left(self.placed_times, window.start),
                 bisect_left(self.placed_times, window.end))
+
+
+def _kernel_kinds(names: Coded, kinds: Coded) -> Coded:
+    """compute / communication / memory / other of each activity (`kernel_kind` of its name and
+    kind), told once per pair of codes."""
+    found = Coded()
+    pairs = Coded()
+    pairs.extend_pairs(names.codes, kinds.codes)
+    told = [kernel_kind(names.values[name], kinds.values[kind]) for name, kind in pairs.values]
+    found.extend(told)
+    found.codes = taken(found.codes, pairs.codes, None)
+    return found
+
+
+def _at_rows(column: array, rows: array, instead) -> array:
+    """`column[row]` for each of `rows`, `instead`'s value at that place where the row is -1
+    (none): a column at a time, those few put after."""
+    missing = list(compress(range(len(rows)), map(lt, rows, repeat(0))))
+    if not missing:
+        return array("d", map(column.__getitem__, rows))
+    found = (array("d", map(column.__getitem__, rows)) if column else
+             array("d", [0.0]) * len(rows))
+    for i, value in zip(missing, compress(instead, map(lt, rows, repeat(0)))):
+        found[i] = value
+    return found
 
 
 def _take(column: list, indices: list[int]) -> list:
@@ -229,8 +279,8 @@ _FEW_KEYS = 32  # the most values of a Coded column that `_rows_by` reads a valu
 
 def _by_start(rows: array, starts) -> array:
     """The rows sorted by their starts, a stable sort (as `rows.sort(key=starts.__getitem__)`)."""
-    order = stable_order(array("d", map(starts.__getitem__, rows)))[0]
-    return array(rows.typecode, map(rows.__getitem__, order))
+    order = stable_order(taken(starts, rows))[0]
+    return taken(rows, order)
 
 
 def where(keys: list, key, *columns: list) -> list[list]:
@@ -250,11 +300,18 @@ def kept(column, chosen):
 
 def _host_work(trace: Trace) -> tuple[array, array]:
     """The merged intervals of host work: ops and launch calls (events or skipped times). The
-    union of each kind's union: the same intervals, without a copy of the millions of ops; in
-    arrays (a trace has hundreds of thousands of them)."""
+    union of the ops' union and the calls: the same intervals, without a copy of the millions
+    of ops (nested: their union is a fraction of them); the calls, which do not nest (as a
+    rule their union is themselves), as they are, not merged twice. In arrays (a trace has
+    hundreds of thousands of them)."""
     starts, ends = array("d"), array("d")
     for kind in sorted(HOST_WORK_KINDS):
-        merged = union_of_spans(*trace.time_columns(kind))
+        ts, dur = trace.time_columns(kind)
+        if kind in LAUNCH_KINDS:
+            starts += ts
+            ends += array("d", map(add, ts, dur))
+            continue
+        merged = union_of_spans(ts, dur)
         starts += merged[0]
         ends += merged[1]
         del merged

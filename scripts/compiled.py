@@ -59,6 +59,7 @@ class Runs:
         shown.append(("args", msgspec.Raw, absent))
         others = [msgspec.defstruct(f"Phase{i}", shown if ph in "MiI" else [], tag=ph, **tagged)
                   for i, ph in enumerate(PHASES)]
+        self.fields = args.__struct_fields__  # the kept args', in order
         self.complete = complete
         self.shown = frozenset(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
         self.events = msgspec.json.Decoder(list[Union[(complete, *others)]])
@@ -96,8 +97,6 @@ class Runs:
         """Complete events to the sink: those of times-only categories as times, the others
         as columns (the order of the standard library's path)."""
         cats = list(map(attrgetter("cat"), xs))
-        texts = self.texts
-        cats = list(map(texts.setdefault, cats, cats))
         distinct = set(cats)
         if not self.times_only.isdisjoint(distinct):
             times = list(map(self.times_only.__contains__, cats))
@@ -113,21 +112,33 @@ class Runs:
                 return
             xs = rest
             cats = list(map(attrgetter("cat"), xs))
-            cats = list(map(texts.setdefault, cats, cats))
             distinct = set(cats)
-        for xs, cats in _groups(xs, cats, distinct, getattr(sink, "group_of", None)):
+        # One string object per category (a few a run, not one a row). Names are the sink's to
+        # keep as one object per text where it keeps them as strings (its Events; its columns
+        # hold codes).
+        texts = self.texts
+        canon = {cat: texts.setdefault(cat, cat) for cat in distinct}
+        for xs, cats in _groups(xs, cats, canon, getattr(sink, "group_of", None)):
             names, pids, tids, args = (list(map(attrgetter(field), xs))
                                        for field in ("name", "pid", "tid", "args"))
-            names = list(map(texts.setdefault, names, names))
             starts, durations = _times(xs)
             sink.add_columns(cats, names, pids, tids, starts, durations, args, self.read_args)
 
-    def read_args(self, found: list) -> list:
+    def read_args(self, found: list, fields: int | slice | None = None) -> list:
         """The kept args' values of these args (decoded with their events) as tuples, None for
-        one that is null."""
+        one that is null; `fields`: a slice of them (tuples of those, taken at once: no tuple
+        of all made, then cut), or the position of one (its value, not in a tuple)."""
+        if fields is None:
+            get = self.astuple
+        elif isinstance(fields, int):
+            get = attrgetter(self.fields[fields])
+        else:
+            chosen = self.fields[fields]
+            get = attrgetter(*chosen) if len(chosen) > 1 else (
+                lambda args: tuple(getattr(args, name) for name in chosen))
         if None in found:
-            return [None if args is None else self.astuple(args) for args in found]
-        return list(map(self.astuple, found))
+            return [None if args is None else get(args) for args in found]
+        return list(map(get, found))
 
     def _raw(self, event) -> dict | None:
         """A metadata or instant event as the dict the sink reads (its fields, args decoded)."""
@@ -144,26 +155,27 @@ class Runs:
         return raw
 
 
-def _groups(xs: list, cats: list[str], distinct: set[str], group_of
+def _groups(xs: list, cats: list[str], canon: dict[str, str], group_of
             ) -> list[tuple[list, list[str]]]:
-    """The events (of the `distinct` categories) split by the sink's `group_of(category)`
-    (in one pass, at C speed), each group in file order: the sink then takes each kind's rows
-    whole, not picked out of every column kind by kind. One group where the sink has no
-    groups, or a category has none (its kind told by the event's name)."""
-    if group_of is None or len(distinct) == 1:
-        return [(xs, cats)]
-    keys = {cat: group_of(cat) for cat in distinct}
-    if None in keys.values() or len(set(keys.values())) == 1:
-        return [(xs, cats)]
+    """The events split by the sink's `group_of(category)` (in one pass, at C speed), each
+    group in file order, with the category of each (`canon`: the one string object of each
+    category of `cats`): the sink then takes each kind's rows whole, not picked out of every
+    column kind by kind. One group where the sink has no groups, or a category has none (its
+    kind told by the event's name)."""
+    if len(canon) == 1:
+        return [(xs, [next(iter(canon.values()))] * len(xs))]
+    keys = {cat: group_of(cat) for cat in canon} if group_of is not None else {}
+    if not keys or None in keys.values() or len(set(keys.values())) == 1:
+        return [(xs, list(map(canon.__getitem__, cats)))]
     lists = {key: ([], []) for key in sorted(set(keys.values()))}
     events = {cat: lists[key][0].append for cat, key in keys.items()}
     deque(map(call, map(events.__getitem__, cats), xs), 0)
     if len(keys) > len(lists):  # a group of several categories: theirs, row by row
         names = {cat: lists[key][1].append for cat, key in keys.items()}
-        deque(map(call, map(names.__getitem__, cats), cats), 0)
+        deque(map(call, map(names.__getitem__, cats), map(canon.__getitem__, cats)), 0)
     else:
         for cat, key in keys.items():
-            lists[key][1].extend(repeat(cat, len(lists[key][0])))
+            lists[key][1].extend(repeat(canon[cat], len(lists[key][0])))
     return list(lists.values())
 
 

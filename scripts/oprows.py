@@ -13,7 +13,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import chain, compress, islice, pairwise, repeat
-from operator import add, and_, eq, gt, is_not, le, ne, truth
+from operator import add, and_, eq, gt, is_not, le, ne, sub, truth
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -47,32 +47,49 @@ class Coded:
 
     def extend(self, items: list) -> None:
         code = self._code
-        for value in set(items).difference(code):
-            code[value] = len(self.values)
-            self.values.append(value)
-        if len(self.values) > 1 << 8 * self.codes.itemsize:  # wider codes, once per width
-            self.codes = array(_code_type(len(self.values)), self.codes)
-        self.codes.extend(map(code.__getitem__, items))
+        try:  # as a rule every value is in the table already: looked up once
+            self.codes += self._codes(map(code.__getitem__, items))
+        except KeyError:
+            self._add_values(set(items).difference(code))
+            self.codes += self._codes(map(code.__getitem__, items))
 
     def extend_pairs(self, firsts: list, seconds: list) -> None:
         """`extend` of the pairs (first, second), without a tuple kept per row (zip then
         reuses one)."""
         code = self._code
-        for value in set(zip(firsts, seconds)).difference(code):
+        try:
+            self.codes += self._codes(map(code.__getitem__, zip(firsts, seconds)))
+        except KeyError:
+            self._add_values(set(zip(firsts, seconds)).difference(code))
+            self.codes += self._codes(map(code.__getitem__, zip(firsts, seconds)))
+
+    def _add_values(self, new) -> None:
+        code = self._code
+        for value in new:
             code[value] = len(self.values)
             self.values.append(value)
-        self.codes.extend(map(code.__getitem__, zip(firsts, seconds)))
+        if len(self.values) > 1 << 8 * self.codes.itemsize:  # wider codes, once per width
+            self.codes = array(_code_type(len(self.values)), self.codes)
 
-    def reorder(self, order: list[int]) -> None:
-        self.codes = array(self.codes.typecode, map(self.codes.__getitem__, order))
+    def _codes(self, found) -> array:
+        """Codes (an iterator of them) in an array of this column's type, made whole before
+        any is added (a KeyError adds none); of one byte through bytes, at once (an array
+        takes an iterator's values one at a time)."""
+        typecode = self.codes.typecode
+        return array("B", bytes(found)) if typecode == "B" else array(typecode, found)
 
-    def take(self, order) -> Coded:
-        """The rows in `order` (row numbers), as a new column that shares this one's table
-        (neither is extended after)."""
-        taken = Coded()
-        taken.codes = array(self.codes.typecode, map(self.codes.__getitem__, order))
-        taken.values, taken._code = self.values, self._code
-        return taken
+    def reorder(self, order: list[int], parts: list | None | bool = False) -> None:
+        """Put the rows in `order` (row numbers); `parts`: `pieces(order)` where the caller has
+        it (False: found here)."""
+        self.codes = taken(self.codes, order, parts)
+
+    def take(self, order, parts: list | None | bool = False) -> Coded:
+        """The rows in `order` (row numbers, or an iterator of them), as a new column that
+        shares this one's table (neither is extended after); `parts` as for `reorder`."""
+        found = Coded()
+        found.codes = taken(self.codes, order, parts)
+        found.values, found._code = self.values, self._code
+        return found
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -88,6 +105,47 @@ class Coded:
     def count(self, value) -> int:
         code = self._code.get(value)
         return 0 if code is None else self.codes.count(code)
+
+
+def pieces(order) -> list[tuple[int, int]] | None:
+    """`order` (row numbers) as ranges of consecutive rows, (first, end) each, where they are
+    fewer than 1/_FEW_PIECES of its rows: an order that merges a few runs of rows (the file's
+    threads or kinds) is a few hundred such pieces, which slices of a column then take (a copy
+    of memory, not a line of C a row and an object made for each value). None where they are
+    more (or `order` is an iterator)."""
+    if not hasattr(order, "__len__"):
+        return None
+    n = len(order)
+    most = n // _FEW_PIECES
+    if most < 1:
+        return None
+    # Where a row does not follow the one before (the `most`-th found: too many).
+    breaks = list(islice(compress(range(1, n), map(ne, map(sub, islice(order, 1, None), order),
+                                                   repeat(1))), most))
+    if len(breaks) >= most:
+        return None
+    found = [(order[a], order[a] + b - a) for a, b in pairwise((0, *breaks, n))]
+    return found if min(found)[0] >= 0 else None  # a row counted from the end: not a slice
+
+
+_FEW_PIECES = 8
+
+
+def taken(column, order, parts: list | None | bool = False):
+    """The values of `column` (an array, a bytearray or a list) at rows `order`, as the same
+    type; `parts`: `pieces(order)` where the caller has it (False: found here)."""
+    if parts is False:
+        parts = pieces(order)
+    if parts is None:
+        if isinstance(column, array):
+            if column.typecode == "B":  # bytes made at once (an array's go a value at a time)
+                return array("B", bytes(map(column.__getitem__, order)))
+            return array(column.typecode, map(column.__getitem__, order))
+        return type(column)(map(column.__getitem__, order))
+    found = column[:0]
+    for first, end in parts:
+        found += column[first:end]
+    return found
 
 
 def _code_type(count: int) -> str:
@@ -124,25 +182,25 @@ class OpColumns:
     def __len__(self) -> int:
         return len(self.names)
 
-    def reorder(self, order: list[int]) -> None:
-        """Put the rows in `order` (row numbers), in place of the file's."""
-        def take(column):
-            return map(column.__getitem__, order)
-
-        self.names.reorder(order)
-        self.threads.reorder(order)
+    def reorder(self, order: list[int], parts: list | None | bool = False) -> None:
+        """Put the rows in `order` (row numbers), in place of the file's; `parts`:
+        `pieces(order)` where the caller has it (False: found here, once for every column)."""
+        if parts is False:
+            parts = pieces(order)
+        self.names.reorder(order, parts)
+        self.threads.reorder(order, parts)
         if self.devices is not None:
-            self.devices.reorder(order)
-            self.streams.reorder(order)
+            self.devices.reorder(order, parts)
+            self.streams.reorder(order, parts)
         if self.correlations is not None:
-            self.correlations = array("q", take(self.correlations))
+            self.correlations = taken(self.correlations, order, parts)
             self.correlation_other = _moved(self.correlation_other, order)
         if not self.with_args:
             return
-        self.dims.reorder(order)
-        self.types.reorder(order)
-        self.sequence = array("q", take(self.sequence))
-        self.forward = bytearray(take(self.forward))
+        self.dims.reorder(order, parts)
+        self.types.reorder(order, parts)
+        self.sequence = taken(self.sequence, order, parts)
+        self.forward = taken(self.forward, order, parts)
         self.sequence_other = _moved(self.sequence_other, order)
 
     def add(self, names: list[str], pids: list, tids: list, args: list | None,

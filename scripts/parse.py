@@ -79,10 +79,12 @@ class EventSink(Protocol):
                     starts: list[float], durations: list[float], args: list,
                     read_args: Callable[[list], list]) -> None:
         """As add_complete, from the compiled path (`scripts.compiled`), a call per group of
-        `group_of` (where the sink has it): pids and tids as decoded (not one object per
-        value); `args` holds each event's args object as that path holds it (None without one,
-        or null); `read_args(some of them)` gives for each None (null) or the values of
-        `kept_args` and `raw_args` in order, of any JSON type, `absent` where absent."""
+        `group_of` (where the sink has it): names, pids and tids as decoded (not one object per
+        value: the sink's to share where it keeps them); `args` holds each event's args object
+        as that path holds it (None without one, or null); `read_args(some of them)` gives for
+        each None (null) or the values of `kept_args` and `raw_args` in order, of any JSON
+        type, `absent` where absent; `read_args(some, fields)` those of a slice of them, or
+        of one (its value, not in a tuple)."""
 
     def group_of(self, cat: str) -> object:
         """Optional: the group of a category's complete events (any hashable; None: told by

@@ -9,11 +9,12 @@ import zlib
 from array import array
 from collections.abc import Callable
 from itertools import chain, compress, repeat
-from operator import and_, attrgetter, is_not, itemgetter, not_, sub, truth
+from operator import and_, attrgetter, is_not, not_, sub, truth
 from pathlib import Path
 
 from .columns import int_args
-from .oprows import MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, trace_order
+from .oprows import (MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, pieces,
+                     taken, trace_order)
 from .parse import TraceError, read_trace
 from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, GPU_ACTIVITY_KINDS, KEPT_ARGS,
                           KIND_BY_CATEGORY, LAUNCH_KINDS, PROFILER_FLAGS, Event, Instant, Skipped,
@@ -187,52 +188,54 @@ class _Builder:
         kinds, distinct = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
-        if not self.skip_kinds.issuperset(distinct):  # Events: one object per id, not per row
-            ids = self.ids
+        if not self.skip_kinds.issuperset(distinct):  # Events: one object per text, per id
+            strings, ids = self.strings, self.ids
+            names = list(map(strings.setdefault, names, names))
             pids = list(map(ids.setdefault, pids, pids))
             tids = list(map(ids.setdefault, tids, tids))
-        # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
-        every = len(distinct) == 1 and None not in args
-        given = None if every else list(map(is_not, args, repeat(None)))
         wanted = distinct.difference(_ARGLESS_KINDS, self.skip_kinds - _ID_KINDS)
+        with_ops = "cpu_op" in self.columns_of and "cpu_op" in distinct
+        # All rows of one kind (as `scripts.compiled` groups them), all with args: no picking.
+        every = (wanted or with_ops) and len(distinct) == 1 and None not in args
+        given = None if every or not (wanted or with_ops) else list(map(is_not, args, repeat(None)))
         where = (range(len(kinds)) if every else _rows(kinds, wanted, given)) if wanted else []
         if where:
-            self._kept_values(where, read_args(_picked(args, where)), column, correlations)
+            self._kept_values(where, _picked(args, where), read_args, column, correlations)
         op_args = None
-        if "cpu_op" in self.columns_of and "cpu_op" in distinct:
+        if with_ops:
             where = range(len(kinds)) if every else _rows(kinds, {"cpu_op"}, given)
-            values = read_args(_picked(args, where)) if where else []
-            n = len(KEPT_ARGS)
-            if len(where) == len(kinds) and None not in values:
-                op_args = list(map(itemgetter(slice(n, None)), values))  # OP_ARGS, in order
+            # OP_ARGS, in order (after KEPT_ARGS)
+            values = read_args(_picked(args, where), slice(len(KEPT_ARGS), None)) if where else []
+            if len(where) == len(kinds) and (every or None not in values):
+                op_args = values
             else:
                 op_args = [None] * len(kinds)
                 for i, found in zip(where, values):
                     if found is not None:
-                        op_args[i] = found[n:]
+                        op_args[i] = found
         self._add_columns(kinds, distinct, [names, kinds, cats, starts, durations, pids, tids,
                                             column, correlations], op_args)
 
-    def _kept_values(self, where: list[int], values: list, column: list, correlations: list
-                     ) -> None:
+    def _kept_values(self, where: list[int], args: list, read_args: Callable, column: list,
+                     correlations: list) -> None:
         """The correlation ids and shared others (as `_shared`) of rows `where` from the values
-        of their KEPT_ARGS (then maybe others): where those are ints or absent (as a rule),
-        looked up by the values but the correlation id, not a dict made per event."""
+        of their KEPT_ARGS (`read_args` of their `args`; maybe others after them): where those
+        are ints or absent (as a rule), looked up by the values but the correlation id, not a
+        dict made per event."""
         n = len(KEPT_ARGS)
-        kept = list(map(itemgetter(slice(0, n)), values)) if None not in values else None
+        ids, others = read_args(args, 0), read_args(args, slice(1, n))
         # Only ints and MISSING: no two values that compare equal are read differently (1, 1.0
-        # and True would be one key).
-        if kept is None or not {int, object}.issuperset(set(map(type, chain.from_iterable(kept)))):
-            for i, found in zip(where, values):
+        # and True would be one key). A null args object (None): not those either.
+        if not {int, object}.issuperset(set(map(type, ids)).union(
+                map(type, chain.from_iterable(others)) if None not in others else (None,))):
+            for i, found in zip(where, read_args(args)):
                 if found is not None:
-                    args = {k: v for k, v in zip(KEPT_ARGS, found) if type(v) is int}
-                    if args:
-                        correlations[i], column[i] = self._shared(args)
+                    kept = {k: v for k, v in zip(KEPT_ARGS, found) if type(v) is int}
+                    if kept:
+                        correlations[i], column[i] = self._shared(kept)
             return
-        ids = list(map(itemgetter(0), kept))
         if MISSING in ids:
             ids = [None if found is MISSING else found for found in ids]
-        others = list(map(itemgetter(slice(1, n)), kept))
         by_values = self.others_by_values
         for key in set(others).difference(by_values):
             args = {k: v for k, v in zip(KEPT_ARGS[1:], key) if v is not MISSING}
@@ -341,9 +344,10 @@ class _Builder:
             if columns is not None and not in_trace_order(ts, dur):
                 order, ts = trace_order(ts, dur)
                 ts = ts if isinstance(ts, array) else array("d", ts)
-                dur = array("d", map(dur.__getitem__, order))
-                columns.reorder(order)
-                del order
+                parts = pieces(order)  # as a rule a few hundred: every column taken in slices
+                dur = taken(dur, order, parts)
+                columns.reorder(order, parts)
+                del order, parts
             skipped[kind] = Skipped(ts, dur, columns)
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,

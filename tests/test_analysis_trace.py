@@ -193,6 +193,48 @@ def test_coded_columns_read_as_the_lists_they_replace():
         assert list(coded.take(some)) == [plain[i] for i in some] and list(coded) == plain
 
 
+def test_columns_taken_in_pieces_are_those_taken_row_by_row(monkeypatch):
+    """oprows.taken takes an order of a few runs of consecutive rows (a merge of a file's runs)
+    as slices (`pieces`): held against the values taken one by one, for each kind of column,
+    for orders of few pieces, of many (taken row by row), with rows repeated or counted from
+    the end, and given as an iterator; and Coded's pairs widen their codes as `extend` does."""
+    rng = random.Random(5)
+    for _ in range(600):
+        monkeypatch.setattr(oprows, "_FEW_PIECES", rng.choice([1, 2, 8, 100]))
+        n = rng.randint(0, 60)
+        order = []
+        while len(order) < n:
+            first = rng.randrange(-min(3, n) if rng.random() < 0.1 else 0, n)
+            order += range(first, min(first + rng.randint(1, 20), n))
+        order = order[:n]
+        if rng.random() < 0.3:
+            rng.shuffle(order)
+        order = rng.choice([order, array("i", order), array("q", order)])
+        values = [rng.randrange(300) for _ in range(n)]
+        columns = [array("d", map(float, values)), array("q", values), array("H", values),
+                   array("B", [v % 256 for v in values]), bytearray(v % 256 for v in values),
+                   list(map(str, values))]
+        parts = oprows.pieces(order)
+        if parts is not None:
+            assert [row for a, b in parts for row in range(a, b)] == list(order)
+        for column in columns:
+            expected = [column[i] for i in order]
+            for found in (oprows.taken(column, order), oprows.taken(column, order, parts),
+                          oprows.taken(column, iter(order), None)):
+                assert type(found) is type(column) and list(found) == expected
+                if isinstance(column, array):
+                    assert found.typecode == column.typecode
+        coded, pairs, plain = oprows.Coded(), oprows.Coded(), []
+        for _ in range(rng.randint(1, 4)):
+            firsts = [rng.randrange(rng.choice([2, 40])) for _ in range(rng.randint(0, 400))]
+            seconds = [rng.randrange(rng.choice([2, 40])) for _ in firsts]
+            pairs.extend_pairs(firsts, seconds)
+            plain += zip(firsts, seconds)
+            coded.extend(list(zip(firsts, seconds)))
+        assert list(pairs) == plain == list(coded)
+        assert pairs.codes.itemsize == coded.codes.itemsize
+
+
 def test_old_absolute_integer_timestamps_become_relative(tmp_path):
     trace = load_trace(write_trace(synth_trace(SYNTH_SPECS["old"]), tmp_path / "old.json"))
     assert trace.origin_us > 1e15 and trace.events[0].ts == 0

@@ -33,7 +33,10 @@ def random_events(rng: random.Random, odd: bool) -> list[dict]:
     for _ in range(600):
         cat = rng.choice(CATS + ODD_CATS if odd and rng.random() < 0.05 else CATS)
         args = {}
-        for key, values in (("correlation", [1, 2, 3]), ("stream", [7, 8]), ("device", [0]),
+        # Odd runs: kept args of other types now and then (the builder's row-by-row reading).
+        other = [1.0, True, "7", None, [1]] if odd and rng.random() < 0.02 else []
+        for key, values in (("correlation", [1, 2, 3, *other]), ("stream", [7, 8, *other]),
+                            ("device", [0]),
                             ("Sequence number", [4, 5]), ("Fwd thread id", [0, 1]),
                             ("Input Dims", [[[2, 3]], []]), ("Input type", [["float"]])):
             if rng.random() < 0.5:

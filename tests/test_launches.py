@@ -91,3 +91,49 @@ def test_random_launch_calls_from_columns_and_events(tmp_path):
         for skipped in (LAUNCH_KINDS, COLUMN_KINDS):
             lean = load_trace(path, skip_kinds=skipped)
             assert (activities_of(lean), calls_of(lean)) == expected
+
+def test_streams_by_start_from_the_table_order_are_those_of_a_sort(monkeypatch):
+    """The index takes each stream's activities in order of start from the activity table's
+    own order (by start), equal starts put back in placing order: its gaps and idle times are
+    those of a stable sort of each stream's rows (what `_by_start` does)."""
+    from scripts.analysis_index import TraceIndex
+
+    def columns(index) -> tuple:
+        return tuple(list(getattr(index, name)) for name in (
+            "gap_times", "gap_codes", "gap_durs", "gap_keys", "idle_host_wait", "idle_queued",
+            "idle_other", "idle"))
+
+    rng = random.Random(9)
+    for _ in range(150):
+        trace = build_trace(random_trace(rng))
+        if not trace.gpu_activities:
+            continue
+        found = columns(TraceIndex(trace))
+        with monkeypatch.context() as patch:
+            patch.setattr(TraceIndex, "_by_start_of_streams", lambda *args: {})
+            assert found == columns(TraceIndex(trace))
+
+
+def test_host_work_is_the_union_of_every_op_and_call(tmp_path):
+    """The index's host work (the ops' union, joined with the calls as they are) is the union
+    of all those rows, taken plainly, whether the calls overlap or not, from Events or from
+    skipped columns."""
+    from scripts.analysis_facts import HOST_WORK_KINDS
+    from scripts.analysis_index import _host_work
+    from scripts.intervals import union
+
+    rng = random.Random(13)
+    for trial in range(60):
+        data = random_trace(rng)
+        data["traceEvents"] += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": rng.choice([1, 3]),
+             "ts": float(rng.randint(0, 30)), "dur": float(rng.randint(0, 9))}
+            for _ in range(rng.randint(0, 20))]
+        path = tmp_path / f"t{trial}.json"
+        path.write_text(json.dumps(data))
+        full = build_trace(data)
+        rows = [(e.ts, e.end) for kind in HOST_WORK_KINDS for e in full.by_kind.get(kind, [])]
+        expected = union(rows)
+        for trace in (full, load_trace(path, skip_kinds=COLUMN_KINDS)):
+            starts, ends = _host_work(trace)
+            assert list(zip(starts, ends)) == expected
