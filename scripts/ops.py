@@ -230,15 +230,15 @@ def _forward_points(ops: OpRows, nesting: _Nesting, items: _Items, some: bytearr
     backward op running there that has one; -1 without (None: for none)."""
     forward = _forward_ops(ops)
     sequence, is_backward = ops.sequence, ops.forward
-    numbers, other = ((sequence.numbers, sequence.other) if isinstance(sequence, Sequences)
-                      else (sequence, {}))
+    numbers, other, absent = ((sequence.numbers, sequence.other, sequence.absent)
+                              if isinstance(sequence, Sequences) else (sequence, {}, _NO_SEQUENCE))
     linked = array(_index(ops.ts), [-1]) * len(items)
     found = False
     for i in compress(range(len(items)), map(not_, some)):
         for j in nesting.running(items.threads[i], items.ts[i]):
             if is_backward[j]:
                 number = numbers[j]
-                row = forward.get(other.get(j) if number == _NO_SEQUENCE else number)
+                row = forward.get(other.get(j) if number == absent else number)
                 if row is not None:
                     linked[i] = row
                     found = True
@@ -249,10 +249,10 @@ def _forward_points(ops: OpRows, nesting: _Nesting, items: _Items, some: bytearr
 def _forward_ops(ops: OpRows) -> dict:
     """Sequence number -> the outermost forward op (first in trace order) that has it."""
     sequence = ops.sequence
-    if isinstance(sequence, Sequences):  # the ints in 64 bits read as they are
+    if isinstance(sequence, Sequences):  # the ints of the column read as they are
         rows = list(compress(range(len(sequence)), map(and_, map(not_, ops.forward),
                                                          map(ne, sequence.numbers,
-                                                             repeat(_NO_SEQUENCE)))))
+                                                             repeat(sequence.absent)))))
         wider = [row for row, value in sequence.other.items()
                  if type(value) is int and not ops.forward[row]]
         if not wider:

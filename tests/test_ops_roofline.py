@@ -180,3 +180,40 @@ def test_real_gpu_trace_kernels_lead_to_user_lines():
         if line.frame is not None:
             assert not is_library_frame(line.frame) and line.stack[-1] == line.frame
     assert lines == sorted(lines, key=lambda line: -line.total_us)
+
+
+def test_the_sequence_column_reads_back_every_value():
+    """`Sequence number` in 32 bits until a value needs 64 (the column widened then, its marks
+    of none moved), any other value beside it: read back as given, in batches of any mix and
+    after a reorder, and the forward op of each number as a scan of the values finds it."""
+    from scripts.oprows import MISSING, OpColumns, Sequences
+    from scripts.ops import _forward_ops
+
+    rng = random.Random(11)
+    pools = [[1, 7, 4000, -3], [1 << 31, -(1 << 31), (1 << 31) - 1, -(1 << 31) + 1],
+             [1 << 63, -(1 << 63), (1 << 63) - 1, 1 << 70], [None, MISSING, 2.5, "9", True, [3]]]
+    for trial in range(40):
+        columns, given = OpColumns(with_args=True), []
+        for _ in range(rng.randint(1, 6)):
+            batch = [rng.choice(rng.choice(pools[:rng.randint(1, 4)]))
+                     for _ in range(rng.randint(1, 30))]
+            forward = [rng.choice([MISSING, 0, 1]) for _ in batch]
+            columns.add(["op"] * len(batch), [1] * len(batch), [1] * len(batch),
+                        [(number, fwd, MISSING, MISSING) for number, fwd in zip(batch, forward)])
+            given += [(None if n is MISSING else n, fwd not in (MISSING, 0))
+                      for n, fwd in zip(batch, forward)]
+        order = list(range(len(given)))
+        if trial % 2:
+            rng.shuffle(order)
+            columns.reorder(order)
+            given = [given[row] for row in order]
+        read = Sequences(columns.sequence, columns.sequence_other)
+        assert list(read) == [n for n, _ in given] == [read[row] for row in range(len(given))]
+        wide = any(type(n) is int and not -(1 << 31) < n < (1 << 31) for n, _ in given)
+        assert columns.sequence.typecode == ("q" if wide else "i")
+        rows = SimpleNamespace(sequence=read, forward=bytearray(f for _, f in given))
+        first = {}
+        for row, (n, backward) in enumerate(given):
+            if type(n) is int and not backward:
+                first.setdefault(n, row)
+        assert _forward_ops(rows) == first
