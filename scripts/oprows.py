@@ -302,7 +302,7 @@ class OpRows:
     """The events of one kind in trace order, as columns (`row` i of each)."""
 
     ts: list[float] | array  # arrays of "d" from columns
-    end: list[float] | array
+    ends: list[float] | array | None  # None: made when `end` is first read
     dur: list[float] | array
     names: list[str] | Coded
     threads: list[tuple] | Coded
@@ -314,6 +314,15 @@ class OpRows:
 
     def __len__(self) -> int:
         return len(self.ts)
+
+    @property
+    def end(self) -> list[float] | array:
+        """Each row's end, start + duration: of columns, made when first read (shapes, memory),
+        not for stacks, whose nesting makes the ends of the threads it is asked about only (a
+        column of them all is 8 bytes a row)."""
+        if self.ends is None:
+            self.ends = array("d", map(add, self.ts, self.dur))
+        return self.ends
 
 
 def op_rows(trace, kind: str) -> OpRows | None:
@@ -334,8 +343,8 @@ def _op_rows(trace, kind: str) -> OpRows | None:
             return None
         # The columns themselves, not copies: loading put them in trace order (Skipped).
         ts, dur = skipped.ts, skipped.dur
-        rows = OpRows(ts, array("d", map(add, ts, dur)), dur, columns.names, columns.threads,
-                      None, None, None, None, False)
+        rows = OpRows(ts, None, dur, columns.names, columns.threads, None, None, None, None,
+                      False)
         if columns.with_args:
             rows.dims, rows.types = columns.dims, columns.types
             rows.sequence = Sequences(columns.sequence, columns.sequence_other)
