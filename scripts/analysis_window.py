@@ -10,7 +10,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from operator import and_, ge, lt, sub
 
 from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH_APIS,
@@ -190,15 +190,24 @@ def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:
     lo, hi = bisect_left(index.gap_times, window.start), bisect_left(index.gap_times, window.end)
     codes, durs = index.gap_codes[lo:hi], index.gap_durs[lo:hi]
-    # Sum the gaps of each stream and category in placing order: a stable sort by code groups them.
-    order = sorted(range(hi - lo), key=codes.__getitem__)
-    sorted_codes = list(map(codes.__getitem__, order))
+    # Sum the gaps of each stream and category in placing order: of a few codes, a pass over the
+    # codes for each (C loops, no list of an int object a gap); of many, a stable sort by code.
+    found = set(codes)
     totals = {}  # code -> (gaps, total us)
-    for code in set(codes):
-        first, last = bisect_left(sorted_codes, code), bisect_right(sorted_codes, code)
-        totals[code] = (last - first, sum(map(durs.__getitem__, order[first:last])))
+    if len(found) <= _FEW_CODES:
+        for code in found:
+            totals[code] = (codes.count(code), sum(compress(durs, map(code.__eq__, codes))))
+    else:
+        order = sorted(range(hi - lo), key=codes.__getitem__)
+        sorted_codes = list(map(codes.__getitem__, order))
+        for code in found:
+            first, last = bisect_left(sorted_codes, code), bisect_right(sorted_codes, code)
+            totals[code] = (last - first, sum(map(durs.__getitem__, order[first:last])))
+        del order, sorted_codes
     rows = []
-    first_seen = dict.fromkeys(index.gap_keys[lo:hi])
+    # The streams in order of their first gap: of the codes (a byte or two a gap, not a list).
+    keys = index.gap_keys
+    first_seen = map(keys.values.__getitem__, dict.fromkeys(keys.codes[lo:hi]))
     for device, stream in sorted(first_seen, key=lambda key: (str(key[0]), str(key[1]))):
         base = 3 * index.stream_numbers[(device, stream)]
         (n_host, host), (n_kernel, kernel), (n_other, other) = (
@@ -211,6 +220,9 @@ def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:
             other_pct=_pct(other, idle),
         ))
     return rows
+
+
+_FEW_CODES = 64  # the most codes of gaps (3 a stream) summed by a pass over them each
 
 
 def _launch_stats(index: TraceIndex, window: Window) -> LaunchStats:
