@@ -68,7 +68,7 @@ class TraceIndex:
         order, self.placed_times = stable_order(placed)
         del placed
         # The row of each one's runtime/driver call in `calls`, -1 without one.
-        self.launches = array("q", map(launches.__getitem__, order))
+        self.launches = array(launches.typecode, map(launches.__getitem__, order))  # 4 bytes
         del launches
         # Floats in arrays (8 bytes a value, not a float object's 32); the others are lists of
         # shared objects (names, kinds, ids).
@@ -161,8 +161,6 @@ class TraceIndex:
                     continue
                 host = min(max(call_starts[launch] + call_durs[launch] - free_at, 0.0), gap)
                 self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
-        self.idle = array("d", map(add, map(add, self.idle_host_wait, self.idle_queued),
-                                   self.idle_other))
         del self._by_stream_start
 
     def _launches(self) -> None:
