@@ -15,7 +15,8 @@ from itertools import accumulate, compress, repeat
 from operator import add, eq, ge, gt, lt, or_, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
-from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
+from .intervals import (Merged, intersection, sorted_values, union_of_arrays, union_of_spans,
+                        union_of_times)
 from .launches import activity_table, launch_table
 from .oprows import Coded, stable_order
 from .trace import Trace, Window
@@ -256,6 +257,10 @@ def _host_work(trace: Trace) -> tuple[array, array]:
         starts += merged[0]
         ends += merged[1]
         del merged
+    # Sorted here, each copy given up as its sorted one is made (the union finds them sorted,
+    # and each interval nonempty: it makes no copies of its own).
+    starts = sorted_values(starts)
+    ends = sorted_values(ends)
     return union_of_arrays(starts, ends)
 
 
