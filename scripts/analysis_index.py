@@ -16,7 +16,8 @@ from itertools import accumulate, compress, islice, repeat
 from operator import add, eq, ge, gt, le, lt, neg, or_, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
-from .intervals import Merged, intersection, union_of_arrays, union_of_spans, union_of_times
+from .intervals import (Merged, intersection, sorted_values, union_of_arrays, union_of_spans,
+                        union_of_times)
 from .launches import activity_table, launch_table
 from .oprows import Coded, longest_first_at_equal_starts, pieces, stable_order, taken
 from .trace import LAUNCH_KINDS, Trace, Window
@@ -69,7 +70,7 @@ class TraceIndex:
         del placed
         parts = pieces(order)  # as a rule the activities' own order, or a few runs of it
         # The row of each one's runtime/driver call in `calls`, -1 without one.
-        self.launches = array("q", taken(launches, order, parts))
+        self.launches = taken(launches, order, parts)  # the launch table's width: 4 bytes as a rule
         del launches
         # Floats in arrays (8 bytes a value, not a float object's 32); the others are lists of
         # shared objects (names, kinds, ids).
@@ -185,8 +186,6 @@ class TraceIndex:
                     continue
                 host = min(max(call_starts[launch] + call_durs[launch] - free_at, 0.0), gap)
                 self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
-        self.idle = array("d", map(add, map(add, self.idle_host_wait, self.idle_queued),
-                                   self.idle_other))
         del self._by_stream_start
 
     def _launches(self) -> None:
@@ -315,6 +314,10 @@ def _host_work(trace: Trace) -> tuple[array, array]:
         starts += merged[0]
         ends += merged[1]
         del merged
+    # Sorted here, each copy given up as its sorted one is made (the union finds them sorted,
+    # and each interval nonempty: it makes no copies of its own).
+    starts = sorted_values(starts)
+    ends = sorted_values(ends)
     return union_of_arrays(starts, ends)
 
 

@@ -10,8 +10,9 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from itertools import repeat
-from operator import and_, ge, lt, sub
+from array import array
+from itertools import compress, repeat
+from operator import add, and_, ge, lt, sub
 
 from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH_APIS,
                              NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TOP_KERNELS, WIDEST_GAPS,
@@ -26,7 +27,7 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
     """The facts of one window; `top` kernels are listed (0 for none, None for all), and unless
     `top` is 0 the WIDEST_GAPS widest gaps."""
     lo, hi = index.placed_range(window)
-    starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds[lo:hi]
+    starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds.codes[lo:hi]
     merged = _union_of_range(index, lo, hi, starts, ends)
     n_gpus = max(len(index.devices), 1)
     busy = sum((covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
@@ -46,11 +47,12 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
         cpu_busy_us=cpu_work - cpu_wait,
         cpu_busy_pct=_pct(cpu_work - cpu_wait, window.dur),
         cpu_wait_us=cpu_wait,
-        temporal_breakdown=_temporal_breakdown(window.label, starts, ends, kinds, merged),
+        temporal_breakdown=_temporal_breakdown(window.label, starts, ends,
+                                               _is_compute(index, kinds), merged),
         idle_by_stream=_idle_by_stream(index, window),
         launches=launches,
         activities_by_kind=dict(Counter(index.event_kinds[lo:hi])),
-        kernels_by_kind=dict(Counter(kinds)),
+        kernels_by_kind={index.kinds.values[code]: count for code, count in Counter(kinds).items()},
         top_kernels=top_kernels(index, lo, hi, top) if top != 0 else [],
         verdict=verdict(index.trace.has_gpu_activity, launched, launches, busy_pct),
     )
@@ -118,7 +120,7 @@ def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, w
         host_wait_pct=_pct(host_wait, active),
         queued_pct=_pct(queued, active),
         other_pct=_pct(other, active),
-        gaps=sum(map(ge, index.idle[lo:hi], repeat(GAP_MIN_US))),
+        gaps=sum(map(ge, _idle(index, lo, hi), repeat(GAP_MIN_US))),
         widest_gaps=_widest_gaps(index, lo, hi, widest),
     )
 
@@ -126,25 +128,43 @@ def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, w
 def _widest_gaps(index: TraceIndex, lo: int, hi: int, count: int) -> list[Gap]:
     """The `count` longest idle times before the activities [lo, hi), longest first (the earlier
     one of equal lengths first)."""
-    idle = index.idle
-    widest = heapq.nsmallest(count, range(lo, hi), key=lambda i: (-idle[i], index.starts[i]))
-    return [Gap(device=index.device_of[i], start_us=index.starts[i] - idle[i],
-                end_us=index.starts[i], dur_us=idle[i], host_wait_us=index.idle_host_wait[i],
+    if not count:
+        return []
+    idle = _idle(index, lo, hi)
+    widest = heapq.nsmallest(count, range(lo, hi), key=lambda i: (-idle[i - lo], index.starts[i]))
+    return [Gap(device=index.device_of[i], start_us=index.starts[i] - idle[i - lo],
+                end_us=index.starts[i], dur_us=idle[i - lo], host_wait_us=index.idle_host_wait[i],
                 queued_us=index.idle_queued[i], other_us=index.idle_other[i],
                 next_activity=index.names[i])
-            for i in widest if idle[i] > 0]
+            for i in widest if idle[i - lo] > 0]
 
 
-def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], kinds: list[str],
+def _idle(index: TraceIndex, lo: int, hi: int) -> array:
+    """The GPU's idle time before each of the activities [lo, hi), all causes: made for the
+    window asked (a column of them all would hold 8 bytes an activity more)."""
+    return array("d", map(add, map(add, index.idle_host_wait[lo:hi], index.idle_queued[lo:hi]),
+                          index.idle_other[lo:hi]))
+
+
+def _is_compute(index: TraceIndex, codes) -> bytes:
+    """Whether each activity of these codes of `index.kinds` is compute, a byte each (not a list
+    of their kinds, 8 bytes an activity)."""
+    code = index.kinds._code.get("compute")
+    return bytes(len(codes)) if code is None else bytes(map(code.__eq__, codes))
+
+
+def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], compute: bytes,
                         merged: _Union | None = None) -> TemporalBreakdown | None:
-    """HTA's temporal breakdown of the activities with these times and kinds (None without any,
-    or when they all take no time); `merged` is their union when the caller has it."""
+    """HTA's temporal breakdown of the activities with these times, `compute` whether each is of
+    that kind (None without any, or when they all take no time); `merged` is their union when
+    the caller has it (then of those it chose, `compute` choosing among them too)."""
     merged = _union_of(starts, ends) if merged is None else merged
     if merged is None or merged.end <= merged.start:
         return None
     span = merged.end - merged.start
     busy = merged.busy
-    compute_starts, compute_ends = union_of_arrays(*where(kinds, "compute", starts, ends))
+    compute_starts, compute_ends = union_of_arrays(
+        *((starts, ends) if all(compute) else (kept(starts, compute), kept(ends, compute))))
     compute = sum(map(sub, compute_ends, compute_starts))
     idle = span - busy
     return TemporalBreakdown(
@@ -174,31 +194,44 @@ def hta_scope_end(trace: Trace) -> float | None:
 def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
     """The per-trace breakdown over the activities HTA keeps by default (see hta_scope_end)."""
     cut = hta_scope_end(index.trace)
-    columns = (index.starts, index.ends, index.kinds)
     if cut is None:
-        return _temporal_breakdown("whole trace", *columns,
+        return _temporal_breakdown("whole trace", index.starts, index.ends,
+                                   _is_compute(index, index.kinds.codes),
                                    _union_of_range(index, 0, len(index.starts),
                                                    index.starts, index.ends))
     # Kept: launched before the cut, that is placed before it (an activity is placed at its launch).
     chosen = bytes(map(and_, map(ge, index.launches, repeat(0)),
                        map(lt, index.placed_times, repeat(cut))))
+    # Their union from copies freed once it is made; the compute ones read of the index's columns.
+    merged = _union_of(kept(index.starts, chosen), kept(index.ends, chosen))
+    compute = bytes(map(and_, chosen, _is_compute(index, index.kinds.codes)))
+    del chosen
     return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
-                               "(HTA drops the last step)",
-                               *(kept(column, chosen) for column in columns))
+                               "(HTA drops the last step)", index.starts, index.ends, compute,
+                               merged)
 
 
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:
     lo, hi = bisect_left(index.gap_times, window.start), bisect_left(index.gap_times, window.end)
     codes, durs = index.gap_codes[lo:hi], index.gap_durs[lo:hi]
-    # Sum the gaps of each stream and category in placing order: a stable sort by code groups them.
-    order = sorted(range(hi - lo), key=codes.__getitem__)
-    sorted_codes = list(map(codes.__getitem__, order))
+    # Sum the gaps of each stream and category in placing order: of a few codes, a pass over the
+    # codes for each (C loops, no list of an int object a gap); of many, a stable sort by code.
+    found = set(codes)
     totals = {}  # code -> (gaps, total us)
-    for code in set(codes):
-        first, last = bisect_left(sorted_codes, code), bisect_right(sorted_codes, code)
-        totals[code] = (last - first, sum(map(durs.__getitem__, order[first:last])))
+    if len(found) <= _FEW_CODES:
+        for code in found:
+            totals[code] = (codes.count(code), sum(compress(durs, map(code.__eq__, codes))))
+    else:
+        order = sorted(range(hi - lo), key=codes.__getitem__)
+        sorted_codes = list(map(codes.__getitem__, order))
+        for code in found:
+            first, last = bisect_left(sorted_codes, code), bisect_right(sorted_codes, code)
+            totals[code] = (last - first, sum(map(durs.__getitem__, order[first:last])))
+        del order, sorted_codes
     rows = []
-    first_seen = dict.fromkeys(index.gap_keys[lo:hi])
+    # The streams in order of their first gap: of the codes (a byte or two a gap, not a list).
+    keys = index.gap_keys
+    first_seen = map(keys.values.__getitem__, dict.fromkeys(keys.codes[lo:hi]))
     for device, stream in sorted(first_seen, key=lambda key: (str(key[0]), str(key[1]))):
         base = 3 * index.stream_numbers[(device, stream)]
         (n_host, host), (n_kernel, kernel), (n_other, other) = (
@@ -211,6 +244,9 @@ def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:
             other_pct=_pct(other, idle),
         ))
     return rows
+
+
+_FEW_CODES = 64  # the most codes of gaps (3 a stream) summed by a pass over them each
 
 
 def _launch_stats(index: TraceIndex, window: Window) -> LaunchStats:

@@ -31,6 +31,7 @@ from .blocks import blocks_json, blocks_of, blocks_text  # noqa: E402
 from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,  # noqa: E402
                       run_main, unescaped)
 from .details import details, details_json, details_lines, needs_op_args  # noqa: E402
+from .heap import map_large_blocks  # noqa: E402
 from .trace import Trace, TraceError, Window, load_trace, paused_gc, select_window  # noqa: E402
 
 PROGRESS_MIN_BYTES = 8 << 20  # files smaller than this load too fast to need a progress line
@@ -152,6 +153,7 @@ def display_name(path: TracePath) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    map_large_blocks()  # a large trace's freed columns given back, not held (scripts/heap.py)
     if args.diff:
         return _diff(args)
     if args.ranks:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import cache, partial
 from itertools import compress
+from operator import add
 
 from .oprows import Coded
 
@@ -18,22 +19,48 @@ from .oprows import Coded
 _UNKNOWN = -2  # a parent not looked for yet (-1: none)
 
 
-def _parent(starts: list, ends: list, by_end: Callable[[], _Ends], parents: list,
-            row: int) -> int:
+def _parent(thread: _Thread, row: int) -> int:
     """The row under `row` on the sweep's stack (-1: none), kept: the last row before it that
     had not ended when it started. Up the parents of the row before it while they are known
     (the rows they pass over ended before that row started, so before this one); at one not
     known, by the rows' ends."""
-    start = starts[row]
+    start, ends, parents = thread.start(row), thread.ends, thread.parents
     k = row - 1
     while k >= 0 and ends[k] < start:
         above = parents[k]
         if above == _UNKNOWN:
-            k = by_end().last_at_least(k - 1, start)
+            k = thread.by_end().last_at_least(k - 1, start)
             break
         k = above
     parents[row] = k
     return k
+
+
+class _Thread:
+    """The rows of one thread (row numbers, or a range where the thread has them all), their
+    ends and parents, and for `innermost_marked` each row's innermost marked row up its parents
+    and the earliest end among them. Their starts are not copied: read by row number (a
+    thread's starts are in order, rows in trace order), a search over the rows by them."""
+
+    __slots__ = ("rows", "ends", "parents", "nearest", "earliest", "by_end", "start",
+                 "last_opened")
+
+    def __init__(self, ts, rows, ends, marked: bool):
+        self.rows, self.ends = rows, ends
+        count = len(rows)
+        index = _index(range(count))
+        self.parents = array(index, [_UNKNOWN]) * count
+        self.nearest = self.earliest = None  # only for `innermost_marked`
+        if marked:
+            self.nearest = array(index, [_UNKNOWN]) * count
+            self.earliest = array("d", bytes(8 * count))  # read only where `nearest` is known
+        self.by_end = cache(partial(_Ends, ends))
+        if isinstance(rows, range):
+            self.start = ts.__getitem__
+            self.last_opened = lambda t: bisect_right(ts, t) - 1
+        else:
+            self.start = lambda at: ts[rows[at]]
+            self.last_opened = lambda t: bisect_right(rows, t, key=ts.__getitem__) - 1
 
 
 class _Nesting:
@@ -47,41 +74,37 @@ class _Nesting:
     it that had not ended when it started. So a query bisects the thread's starts for the last
     row opened and walks up its parents, each found when first needed (by the rows' ends,
     `_Ends`) and kept; no sweep visits every row of every thread. Each row also keeps the
-    innermost marked row up its parents (`innermost_marked`: the user's frame)."""
+    innermost marked row up its parents (`innermost_marked`: the user's frame).
 
-    def __init__(self, ts, end, threads: list[tuple], marked: list[bool] | None = None):
-        self.ts, self.end, self.all_threads = ts, end, threads
+    The rows' ends: `end`, or where that is None, start + `dur` (the same floats), made for
+    each thread asked only (a column of them all would hold 8 bytes a row more)."""
+
+    def __init__(self, ts, end, threads: list[tuple], marked: list[bool] | None = None,
+                 dur=None):
+        self.ts, self.end, self.dur, self.all_threads = ts, end, dur, threads
         self.marked = marked  # rows that `innermost_marked` looks for
-        # thread -> its rows, their starts, ends and parents, and for `innermost_marked` each
-        # row's innermost marked row up its parents and the earliest end among them
-        self._threads: dict[tuple, tuple] = {}
+        self._threads: dict[tuple, _Thread | None] = {}
 
-    def _thread(self, thread: tuple) -> tuple | None:
+    def _thread(self, thread: tuple) -> _Thread | None:
         found = self._threads.get(thread, 0)
         if found != 0:
             return found
-        threads = self.all_threads
-        # Arrays: a trace may have millions of rows (4 or 8 bytes a value, not an object).
-        index = "i" if len(threads) < (1 << 31) else "q"
+        threads, ts, end, dur = self.all_threads, self.ts, self.end, self.dur
         if threads and threads[0] == thread and threads.count(thread) == len(threads):
             rows = range(len(threads))
-            starts, ends = self.ts, self.end
+            ends = end if end is not None else array("d", map(add, ts, dur))
         else:
             code = threads._code.get(thread) if isinstance(threads, Coded) else None
             # Coded: its codes compared with one int (not each row's tuple with the thread)
             mine = (bytes(map(thread.__eq__, threads)) if code is None else
                     bytes(map(code.__eq__, threads.codes)))
-            rows = array(index, compress(range(len(threads)), mine))
-            starts, ends = array("d", compress(self.ts, mine)), array("d", compress(self.end, mine))
+            # Arrays: a trace may have millions of rows (4 or 8 bytes a value, not an object).
+            rows = array(_index(threads), compress(range(len(threads)), mine))
+            ends = array("d", compress(end, mine) if end is not None else
+                         map(add, compress(ts, mine), compress(dur, mine)))
             del mine
-        count = len(rows)
-        parents = array(index, [_UNKNOWN]) * count
-        nearest = earliest = None  # only for `innermost_marked`
-        if self.marked is not None:
-            nearest = array(index, [_UNKNOWN]) * count
-            earliest = array("d", bytes(8 * count))  # read only where `nearest` is known
-        found = self._threads[thread] = ((rows, starts, ends, parents, nearest, earliest,
-                                          cache(partial(_Ends, ends))) if rows else None)
+        found = self._threads[thread] = (_Thread(ts, rows, ends, self.marked is not None)
+                                         if rows else None)
         return found
 
     def running(self, thread: tuple, t: float) -> Iterator[int]:
@@ -89,13 +112,13 @@ class _Nesting:
         found = self._thread(thread)
         if found is None:
             return
-        rows, starts, ends, parents, _, _, by_end = found
-        at = bisect_right(starts, t) - 1
+        rows, ends, parents = found.rows, found.ends, found.parents
+        at = found.last_opened(t)
         while at >= 0:
             if ends[at] >= t:
                 yield rows[at]
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(found, at)
 
     def innermost_marked(self, thread: tuple, t: float) -> tuple[bool, int | None]:
         """Whether any row runs at `t` on `thread`, and the innermost marked one (None: none
@@ -132,31 +155,32 @@ class _Nesting:
             found = self._thread(thread)
             if found is None:
                 continue
-            rows = found[0]
+            rows = found.rows
             for i in queries:
                 at = _running_at(found, times[i])
                 if at >= 0:
                     innermost[i] = rows[at]
         return innermost
 
-    def _marked_at(self, found: tuple, thread: tuple, t: float, at: int) -> int:
+    def _marked_at(self, found: _Thread, thread: tuple, t: float, at: int) -> int:
         """The innermost marked row running at `t` (-1: none), `at` the position of the
         innermost row running then."""
-        rows, _, _, _, nearest, earliest, _ = found
+        nearest = found.nearest
         if nearest[at] == _UNKNOWN:
             self._fill(found, at)
-        if earliest[at] >= t:  # nesting exact up the parents: the row kept
-            return -1 if nearest[at] < 0 else rows[nearest[at]]
+        if found.earliest[at] >= t:  # nesting exact up the parents: the row kept
+            return -1 if nearest[at] < 0 else found.rows[nearest[at]]
         marked = self.marked
         return next((row for row in self.running(thread, t) if marked[row]), -1)
 
-    def _fill(self, found: tuple, at: int) -> None:
-        rows, starts, ends, parents, nearest, earliest, by_end = found
+    def _fill(self, found: _Thread, at: int) -> None:
+        rows, ends, parents = found.rows, found.ends, found.parents
+        nearest, earliest = found.nearest, found.earliest
         path = []
         while at >= 0 and nearest[at] == _UNKNOWN:
             path.append(at)
             parent = parents[at]
-            at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
+            at = parent if parent != _UNKNOWN else _parent(found, at)
         near, low = (nearest[at], earliest[at]) if at >= 0 else (-1, math.inf)
         marked = self.marked
         for at in reversed(path):
@@ -170,14 +194,14 @@ class _Nesting:
         return list(self.running(thread, t))[::-1]
 
 
-def _running_at(found: tuple, t: float) -> int:
+def _running_at(found: _Thread, t: float) -> int:
     """The position in a thread's columns (`_Nesting._thread`) of the innermost row running at
     `t` (-1: none): the last row opened by then, up its parents past those that had ended."""
-    _, starts, ends, parents, _, _, by_end = found
-    at = bisect_right(starts, t) - 1
+    ends, parents = found.ends, found.parents
+    at = found.last_opened(t)
     while at >= 0 and ends[at] < t:  # rows that ended before t: not running
         parent = parents[at]
-        at = parent if parent != _UNKNOWN else _parent(starts, ends, by_end, parents, at)
+        at = parent if parent != _UNKNOWN else _parent(found, at)
     return at
 
 

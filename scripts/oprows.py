@@ -20,10 +20,9 @@ OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.o
 DIMS, TYPES, SEQUENCE, FORWARD = "Input Dims", "Input type", "Sequence number", "Fwd thread id"
 OP_ARGS = (SEQUENCE, FORWARD, DIMS, TYPES)
 MISSING = object()  # an arg that an event does not have
-_NO_SEQUENCE = -(1 << 63)  # in the sequence column: see OpColumns.sequence
+_NO_SEQUENCE = -(1 << 63)  # in an id column of 64 bits: none (see NO_ID)
 _DECODED = (list, dict, int, float, bool)  # the types json decodes a value into, but str
 _NONE = (MISSING, MISSING, MISSING, MISSING)  # the OP_ARGS of an event without args
-_ABSENT_SEQUENCE = {MISSING: _NO_SEQUENCE}  # only ints and MISSING: no other value equals it
 # What `_text` reads as it is (object: MISSING); any other type is a buffer (msgspec.Raw).
 _TEXT_OR_DECODED = frozenset({str, bytes, *_DECODED, type(None), object})
 
@@ -172,9 +171,9 @@ class OpColumns:
         self.dims = Coded()  # arg_text of `Input Dims` ("" without one)
         self.types = Coded()
         self.has_dims = False  # whether any op has an `Input Dims` key
-        # `Sequence number`: an int in 64 bits here, _NO_SEQUENCE without one; any other
-        # value (rare) in `sequence_other` by row.
-        self.sequence = array("q")
+        # `Sequence number`: an int here, in 32 bits until one needs 64 (then all are widened),
+        # the column's `no_sequence` without one; any other value (rare) in `sequence_other`.
+        self.sequence = array("i")
         self.sequence_other: dict[int, object] = {}
         self.forward = bytearray()  # whether `Fwd thread id` is truthy
         self._texts: dict = {}  # a list arg's text as written (or its value's repr) -> arg_text
@@ -231,19 +230,42 @@ class OpColumns:
         self.types.extend(self._texts_of(types, types.count(MISSING)))
         # Whether each is given and truthy, a column at a time (MISSING is truthy).
         self.forward += bytes(map(and_, map(is_not, forward, repeat(MISSING)), map(truth, forward)))
+        self._add_sequence(numbers)
+
+    def _add_sequence(self, numbers: tuple) -> None:
         if set(map(type, numbers)) <= {int, object}:  # ints and MISSING (only ints equal ints)
-            try:  # the array refuses what is past 64 bits, before any is added
-                self.sequence += array("q", map(_ABSENT_SEQUENCE.get, numbers, numbers))
-                return
-            except OverflowError:
-                pass
+            while True:
+                absent = no_sequence(self.sequence)
+                try:  # the array refuses what is past its width, before any is added
+                    added = array(self.sequence.typecode, map({MISSING: absent}.get, numbers,
+                                                              numbers))
+                except OverflowError:
+                    if self.sequence.typecode == "q":
+                        break
+                    self._widen_sequence()
+                    continue
+                if added.count(absent) == numbers.count(MISSING):  # no int equal to the mark
+                    self.sequence += added
+                    return
+                break
         for number in numbers:
             if type(number) is int and _NO_SEQUENCE < number < (1 << 63):
+                low = no_sequence(self.sequence)
+                if not low < number < -low:
+                    self._widen_sequence()
                 self.sequence.append(number)
             else:
                 if number is not MISSING and number is not None:
                     self.sequence_other[len(self.sequence)] = number
-                self.sequence.append(_NO_SEQUENCE)
+                self.sequence.append(no_sequence(self.sequence))
+
+    def _widen_sequence(self) -> None:
+        """The sequence column in 64 bits, its marks of none moved to the wider one."""
+        narrow = self.sequence
+        wide = self.sequence = array("q", narrow)
+        absent = no_sequence(narrow)
+        for row in compress(range(len(narrow)), map(eq, narrow, repeat(absent))):
+            wide[row] = _NO_SEQUENCE
 
     def _texts_of(self, values: tuple, absent: int) -> list[str]:
         """`_text` of each value: a column at a time where none or all are absent and the
@@ -306,22 +328,29 @@ def op_values(args: dict) -> tuple | None:
     return tuple(args.get(key, MISSING) for key in OP_ARGS)
 
 
+def no_sequence(column: array) -> int:
+    """The value that marks a row without an int in a sequence column: its type's least."""
+    return -(1 << (8 * column.itemsize - 1))
+
+
 class Sequences:
-    """The `Sequence number` of each row (an int, any other value, or None) from OpColumns'."""
+    """The `Sequence number` of each row (an int, any other value, or None) from OpColumns':
+    `numbers` holds the ints, `absent` where a row has none (then `other` holds its value)."""
 
     def __init__(self, numbers: array, other: dict[int, object]):
         self.numbers = numbers
         self.other = other
+        self.absent = no_sequence(numbers)
 
     def __len__(self) -> int:
         return len(self.numbers)
 
     def __getitem__(self, row: int):
         number = self.numbers[row]
-        return self.other.get(row) if number == _NO_SEQUENCE else number
+        return self.other.get(row) if number == self.absent else number
 
     def __iter__(self):
-        if _NO_SEQUENCE not in self.numbers:
+        if self.absent not in self.numbers:
             return iter(self.numbers)
         return map(self.__getitem__, range(len(self.numbers)))
 
@@ -331,7 +360,7 @@ class OpRows:
     """The events of one kind in trace order, as columns (`row` i of each)."""
 
     ts: list[float] | array  # arrays of "d" from columns
-    end: list[float] | array
+    ends: list[float] | array | None  # None: made when `end` is first read
     dur: list[float] | array
     names: list[str] | Coded
     threads: list[tuple] | Coded
@@ -343,6 +372,15 @@ class OpRows:
 
     def __len__(self) -> int:
         return len(self.ts)
+
+    @property
+    def end(self) -> list[float] | array:
+        """Each row's end, start + duration: of columns, made when first read (shapes, memory),
+        not for stacks, whose nesting makes the ends of the threads it is asked about only (a
+        column of them all is 8 bytes a row)."""
+        if self.ends is None:
+            self.ends = array("d", map(add, self.ts, self.dur))
+        return self.ends
 
 
 def op_rows(trace, kind: str) -> OpRows | None:
@@ -363,8 +401,8 @@ def _op_rows(trace, kind: str) -> OpRows | None:
             return None
         # The columns themselves, not copies: loading put them in trace order (Skipped).
         ts, dur = skipped.ts, skipped.dur
-        rows = OpRows(ts, array("d", map(add, ts, dur)), dur, columns.names, columns.threads,
-                      None, None, None, None, False)
+        rows = OpRows(ts, None, dur, columns.names, columns.threads, None, None, None, None,
+                      False)
         if columns.with_args:
             rows.dims, rows.types = columns.dims, columns.types
             rows.sequence = Sequences(columns.sequence, columns.sequence_other)

@@ -230,15 +230,15 @@ def _forward_points(ops: OpRows, nesting: _Nesting, items: _Items, some: bytearr
     backward op running there that has one; -1 without (None: for none)."""
     forward = _forward_ops(ops)
     sequence, is_backward = ops.sequence, ops.forward
-    numbers, other = ((sequence.numbers, sequence.other) if isinstance(sequence, Sequences)
-                      else (sequence, {}))
+    numbers, other, absent = ((sequence.numbers, sequence.other, sequence.absent)
+                              if isinstance(sequence, Sequences) else (sequence, {}, _NO_SEQUENCE))
     linked = array(_index(ops.ts), [-1]) * len(items)
     found = False
     for i in compress(range(len(items)), map(not_, some)):
         for j in nesting.running(items.threads[i], items.ts[i]):
             if is_backward[j]:
                 number = numbers[j]
-                row = forward.get(other.get(j) if number == _NO_SEQUENCE else number)
+                row = forward.get(other.get(j) if number == absent else number)
                 if row is not None:
                     linked[i] = row
                     found = True
@@ -249,10 +249,10 @@ def _forward_points(ops: OpRows, nesting: _Nesting, items: _Items, some: bytearr
 def _forward_ops(ops: OpRows) -> dict:
     """Sequence number -> the outermost forward op (first in trace order) that has it."""
     sequence = ops.sequence
-    if isinstance(sequence, Sequences):  # the ints in 64 bits read as they are
+    if isinstance(sequence, Sequences):  # the ints of the column read as they are
         rows = list(compress(range(len(sequence)), map(and_, map(not_, ops.forward),
                                                          map(ne, sequence.numbers,
-                                                             repeat(_NO_SEQUENCE)))))
+                                                             repeat(sequence.absent)))))
         wider = [row for row, value in sequence.other.items()
                  if type(value) is int and not ops.forward[row]]
         if not wider:
@@ -279,6 +279,7 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
                   top: int) -> list[SourceLine]:
     items = _launched(trace, window)
     if not items and not activity_table(trace) and ops is not None:
+        items = _Items()  # of lists, added to (`_launched`'s are coded)
         own = _self_times(ops.ts, ops.end, ops.dur, ops.threads)
         for name, mine, thread, ts in zip(ops.names, own, ops.threads, ops.ts):
             if window.start <= ts < window.end:
@@ -288,8 +289,10 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
         return []
     by_name = {name: not is_library_frame(name) for name in set(python.names)}
     user = bytes(map(by_name.__getitem__, python.names))  # whether a frame is user code
-    frames = _Nesting(python.ts, python.end, python.threads, user)
-    op_nesting = _Nesting(ops.ts, ops.end, ops.threads) if ops is not None else None
+    # The rows' ends where made already (Events), else of the threads asked only.
+    frames = _Nesting(python.ts, python.ends, python.threads, user, dur=python.dur)
+    op_nesting = (_Nesting(ops.ts, ops.ends, ops.threads, dur=ops.dur) if ops is not None else
+                  None)
     some, innermost = frames.innermost_marked_all(items.threads, items.ts)
     # Where the frames are read: at the launch (None, or -1), or for work of the backward pass
     # on a thread without frames, at the forward op it differentiates (that op's row).
@@ -354,23 +357,24 @@ def _launched(trace: Trace, window: Window) -> _Items:
         chosen = array(chosen.typecode, compress(chosen, inside))
         at = array("d", compress(at, inside))
     items = _Items()
-    items.names = list(activities.names.take(chosen))
-    items.kinds = list(activities.kinds.take(chosen))
+    items.names = activities.names.take(chosen)  # coded: a byte or two an item, not 8
+    items.kinds = activities.kinds.take(chosen)
     items.times = array("d", map(activities.dur.__getitem__, chosen))
-    items.threads = list(calls.threads.take(map(rows.__getitem__, chosen)))
+    items.threads = calls.threads.take(map(rows.__getitem__, chosen))
     items.ts = at
     return items
 
 
 class _Items:
     """The activities (or ops) whose Python lines `_source_facts` looks for, as columns of
-    shared objects (a tuple each would take some 140 bytes)."""
+    shared objects (a tuple each would take some 140 bytes); of activities, names, kinds and
+    threads coded (`_launched`)."""
 
     def __init__(self):
-        self.names: list[str] = []
-        self.kinds: list[str] = []
+        self.names: list[str] | Coded = []
+        self.kinds: list[str] | Coded = []
         self.times = array("d")
-        self.threads: list[tuple] = []
+        self.threads: list[tuple] | Coded = []
         self.ts = array("d")  # the calls' starts, read from columns: not float objects
 
     def add(self, name: str, kind: str, time: float, thread: tuple, ts: float) -> None:

@@ -282,3 +282,35 @@ def test_interval_unions_and_coverage_match_a_plain_sweep(monkeypatch):
             start = rng.uniform(-2, 32)
             end = start + rng.uniform(0, 12)
             assert intervals.covered(merged, start, end) == plain_covered(merged, start, end)
+
+
+@pytest.mark.parametrize("streams", [3, 40], ids=["few_streams", "many_streams"])
+def test_idle_by_stream_sums_each_streams_gaps_in_placing_order(streams):
+    """Each stream's gaps counted and summed by category, in placing order (the same floats as
+    a sum over each one's gaps in order), the streams by name: with few streams by a pass over
+    the codes for each, with many by a sort, both against a scan of every gap."""
+    from types import SimpleNamespace
+
+    from scripts.analysis_window import _idle_by_stream
+
+    rng = random.Random(streams)
+    keys = [(rng.choice([0, 1]), 7 + k) for k in range(streams)]
+    numbers = {key: number for number, key in enumerate(keys)}
+    n = 3000
+    times = array("d", sorted(rng.uniform(0, 1000) for _ in range(n)))
+    gap_keys = oprows.Coded()
+    gap_keys.extend([rng.choice(keys) for _ in range(n)])
+    codes = array("i", (3 * numbers[key] + rng.randrange(3) for key in gap_keys))
+    durs = array("d", (rng.choice([rng.uniform(-1, 50), 0.1, 1e-9, 1e9]) for _ in range(n)))
+    index = SimpleNamespace(gap_times=times, gap_codes=codes, gap_durs=durs, gap_keys=gap_keys,
+                            stream_numbers=numbers)
+    for start, end in ((0, 1001), (200, 700), (500, 500.5)):
+        inside = [i for i in range(n) if start <= times[i] < end]
+        expected = []
+        for key in sorted(dict.fromkeys(gap_keys[i] for i in inside),
+                          key=lambda k: (str(k[0]), str(k[1]))):
+            parts = [[durs[i] for i in inside if codes[i] == 3 * numbers[key] + c] for c in range(3)]
+            expected.append((key, sum(map(len, parts)), *map(sum, parts)))
+        found = _idle_by_stream(index, Window(start, end, "w"))
+        assert [((s.device, s.stream), s.gaps, s.host_wait_us, s.kernel_wait_us, s.other_us)
+                for s in found] == expected

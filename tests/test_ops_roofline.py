@@ -5,6 +5,7 @@ trace recorded with with_stack=True."""
 from __future__ import annotations
 
 import random
+from array import array
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ import pytest
 
 from scripts.ops import (OP_ARG_KINDS, _Nesting, enclosing, is_library_frame, op_facts, self_times,
                          short_frame, source_facts)
+from scripts.oprows import Coded
 from scripts.roofline import Roof, Work, kernel_work, op_work, place, roofline
 from scripts.trace import Window, build_trace, load_trace
 from tests.fixtures.synth import complete_event as x
@@ -104,9 +106,15 @@ def test_enclosing_events_are_those_running_on_the_thread():
         assert next(nesting.running(thread, t), None) == (rows[-1] if rows else None)
         assert nesting.innermost_marked(thread, t) == (
             bool(rows), next((row for row in reversed(rows) if marked[row]), None))
-    # The same queries asked all at once (each thread's together), of a fresh nesting too.
+    # The same queries asked all at once (each thread's together), of a fresh nesting too, and
+    # of one that makes each thread's ends of the starts and durations (as of columns), its
+    # threads coded as loading codes them.
+    threads = Coded()
+    threads.extend([(e.pid, e.tid) for e in events])
+    from_columns = _Nesting(array("d", [e.ts for e in events]), None, threads, marked,
+                            dur=array("d", [e.end - e.ts for e in events]))
     for asked in (nesting, _Nesting([e.ts for e in events], [e.end for e in events],
-                                    [(e.pid, e.tid) for e in events], marked)):
+                                    [(e.pid, e.tid) for e in events], marked), from_columns):
         threads, times = [thread for thread, _ in queries], [t for _, t in queries]
         some, mine = asked.innermost_marked_all(threads, times)
         innermost = asked.innermost_all(threads, times)
@@ -114,6 +122,13 @@ def test_enclosing_events_are_those_running_on_the_thread():
             rows = [row_of[id(e)] for e in found]
             assert some[k] == bool(rows) and innermost[k] == (rows[-1] if rows else -1)
             assert mine[k] == next((row for row in reversed(rows) if marked[row]), -1)
+    # One thread's rows alone (its columns read as they are, not picked out of others').
+    alone = [e for e in events if e.tid == 1]
+    one = _Nesting(array("d", [e.ts for e in alone]), None, [(1, 1)] * len(alone),
+                   dur=array("d", [e.end - e.ts for e in alone]))
+    for thread, t in queries:
+        assert [alone[row] for row in one.chain(thread, t)] == (
+            [e for e in alone if e.ts <= t <= e.end] if thread == (1, 1) else [])
 
 
 def test_library_frames_and_short_paths():
@@ -180,3 +195,40 @@ def test_real_gpu_trace_kernels_lead_to_user_lines():
         if line.frame is not None:
             assert not is_library_frame(line.frame) and line.stack[-1] == line.frame
     assert lines == sorted(lines, key=lambda line: -line.total_us)
+
+
+def test_the_sequence_column_reads_back_every_value():
+    """`Sequence number` in 32 bits until a value needs 64 (the column widened then, its marks
+    of none moved), any other value beside it: read back as given, in batches of any mix and
+    after a reorder, and the forward op of each number as a scan of the values finds it."""
+    from scripts.oprows import MISSING, OpColumns, Sequences
+    from scripts.ops import _forward_ops
+
+    rng = random.Random(11)
+    pools = [[1, 7, 4000, -3], [1 << 31, -(1 << 31), (1 << 31) - 1, -(1 << 31) + 1],
+             [1 << 63, -(1 << 63), (1 << 63) - 1, 1 << 70], [None, MISSING, 2.5, "9", True, [3]]]
+    for trial in range(40):
+        columns, given = OpColumns(with_args=True), []
+        for _ in range(rng.randint(1, 6)):
+            batch = [rng.choice(rng.choice(pools[:rng.randint(1, 4)]))
+                     for _ in range(rng.randint(1, 30))]
+            forward = [rng.choice([MISSING, 0, 1]) for _ in batch]
+            columns.add(["op"] * len(batch), [1] * len(batch), [1] * len(batch),
+                        [(number, fwd, MISSING, MISSING) for number, fwd in zip(batch, forward)])
+            given += [(None if n is MISSING else n, fwd not in (MISSING, 0))
+                      for n, fwd in zip(batch, forward)]
+        order = list(range(len(given)))
+        if trial % 2:
+            rng.shuffle(order)
+            columns.reorder(order)
+            given = [given[row] for row in order]
+        read = Sequences(columns.sequence, columns.sequence_other)
+        assert list(read) == [n for n, _ in given] == [read[row] for row in range(len(given))]
+        wide = any(type(n) is int and not -(1 << 31) < n < (1 << 31) for n, _ in given)
+        assert columns.sequence.typecode == ("q" if wide else "i")
+        rows = SimpleNamespace(sequence=read, forward=bytearray(f for _, f in given))
+        first = {}
+        for row, (n, backward) in enumerate(given):
+            if type(n) is int and not backward:
+                first.setdefault(n, row)
+        assert _forward_ops(rows) == first
