@@ -101,7 +101,7 @@ def test_streams_by_start_from_the_table_order_are_those_of_a_sort(monkeypatch):
     def columns(index) -> tuple:
         return tuple(list(getattr(index, name)) for name in (
             "gap_times", "gap_codes", "gap_durs", "gap_keys", "idle_host_wait", "idle_queued",
-            "idle_other", "idle"))
+            "idle_other"))
 
     rng = random.Random(9)
     for _ in range(150):
