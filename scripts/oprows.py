@@ -62,6 +62,23 @@ class Coded:
             self._add_values(set(zip(firsts, seconds)).difference(code))
             self.codes += self._codes(map(code.__getitem__, zip(firsts, seconds)))
 
+    def extend_coded(self, other: Coded) -> None:
+        """`extend` by the rows of another column: its codes translated to this one's, not
+        each row's value looked up (a table of hundreds of thousands of names)."""
+        code = self._code
+        if not self.values:  # nothing yet: its table and codes, copied
+            self.codes, self.values, self._code = other.codes[:], list(other.values), dict(other._code)
+            return
+        self._add_values([value for value in other.values if value not in code])
+        mapping = list(map(code.__getitem__, other.values))
+        typecode = self.codes.typecode
+        if typecode == other.codes.typecode and mapping == list(range(len(mapping))):
+            self.codes += other.codes
+        elif typecode == "B" == other.codes.typecode:  # a byte each: translated at once
+            self.codes += array("B", other.codes.tobytes().translate(bytes(mapping).ljust(256)))
+        else:
+            self.codes += array(typecode, map(mapping.__getitem__, other.codes))
+
     def _add_values(self, new) -> None:
         code = self._code
         for value in new:

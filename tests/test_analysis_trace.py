@@ -193,6 +193,27 @@ def test_coded_columns_read_as_the_lists_they_replace():
         assert list(coded.take(some)) == [plain[i] for i in some] and list(coded) == plain
 
 
+def test_coded_columns_extended_by_columns_are_those_extended_by_values():
+    """Coded.extend_coded (another column's codes translated) reads as `extend` of its values,
+    through each widening, with tables that share some values or none, equal ones of other
+    types (1, 1.0, True: one value) among them."""
+    rng = random.Random(17)
+    for _ in range(60):
+        coded, by_values = oprows.Coded(), oprows.Coded()
+        for _ in range(rng.randint(1, 6)):
+            spread = rng.choice([2, 40, 300, 70_000])
+            offset = rng.choice([0, 5, 1000])
+            items = [rng.choice([offset + rng.randrange(spread), 1, 1.0, True])
+                     for _ in range(rng.randint(0, 3000))]
+            other = oprows.Coded()
+            other.extend(items)
+            coded.extend_coded(other)
+            by_values.extend(items)
+            assert list(coded) == list(by_values) and list(map(type, coded)) == list(
+                map(type, by_values)) and coded.codes.itemsize == by_values.codes.itemsize
+            assert list(other) == items  # not changed
+
+
 def test_columns_taken_in_pieces_are_those_taken_row_by_row(monkeypatch):
     """oprows.taken takes an order of a few runs of consecutive rows (a merge of a file's runs)
     as slices (`pieces`): held against the values taken one by one, for each kind of column,

@@ -77,7 +77,13 @@ def random_trace(rng: random.Random) -> dict:
     return {"traceEvents": events}
 
 
-def test_random_launch_calls_from_columns_and_events(tmp_path):
+@pytest.mark.parametrize("dense", [4, 0], ids=["by-table", "by-bisection"])
+def test_random_launch_calls_from_columns_and_events(tmp_path, monkeypatch, dense):
+    """The calls' rows by id, looked up in a table of rows by id or by bisection of the
+    sorted ids (ids that span many values), are the Events' calls."""
+    import scripts.launches
+
+    monkeypatch.setattr(scripts.launches, "_DENSE", dense)
     rng = random.Random(5)
     for trial in range(150):
         data = random_trace(rng)
