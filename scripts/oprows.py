@@ -12,6 +12,7 @@ import json
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
 from itertools import chain, compress, islice, pairwise, repeat
 from operator import add, and_, eq, gt, is_not, le, ne, sub, truth
 
@@ -472,6 +473,13 @@ def stable_order(keys) -> tuple[list[int] | array, list[float] | array]:
     if bounds is not None:  # a few runs in order: the file's own (a range of rows, no copy)
         if len(bounds) <= 2:
             return array(index, range(n)), array("d", keys)
+        parts = _merged_pieces(keys, bounds)
+        if parts is not None:  # runs that interleave in a few blocks: those, in slices
+            order, starts = array(index), array("d")
+            for a, b in parts:
+                order += array(index, range(a, b))
+                starts += array("d", keys[a:b]) if isinstance(keys, list) else keys[a:b]
+            return order, starts
         rows = range(n)
         return _merge_all([(rows, keys, a, b) for a, b in pairwise(bounds)], keys, index)
     return _sorted_in_chunks(keys, index)
@@ -488,6 +496,11 @@ def sorted_floats(values) -> array:
             runs.append((run, 0, len(run)))
     elif len(bounds) <= 2:
         return values if isinstance(values, array) else array("d", values)
+    elif (parts := _merged_pieces(values, bounds)) is not None:
+        merged = array("d")
+        for a, b in parts:
+            merged += array("d", values[a:b]) if isinstance(values, list) else values[a:b]
+        return merged
     else:
         runs = [(values, a, b) for a, b in pairwise(bounds)]
     merged = array("d")
@@ -511,6 +524,34 @@ def _run_bounds(keys) -> list[int] | None:
     return bounds if len(bounds) - 1 <= _MERGED_RUNS else None
 
 
+def _merged_pieces(keys, bounds: list[int]) -> list[tuple[int, int]] | None:
+    """The runs of `keys` in order (`_run_bounds`, no NaN) merged stably (equal keys in file
+    order), as ranges of rows (first, end) each: where runs interleave in blocks (the threads of
+    a file, each busy for a while), a block at a time, the run of the least head taking every
+    key before the next least head (bisected). None where the blocks are more than
+    1/_FEW_BLOCKS of the rows (runs that alternate row by row: merged by `_merge_all`)."""
+    budget = len(keys) // _FEW_BLOCKS
+    ends = bounds[1:]
+    heads = [(keys[a], run, a) for run, a in enumerate(bounds[:-1]) if a < ends[run]]
+    heapify(heads)
+    found = []
+    while heads:
+        _, run, a = heappop(heads)
+        if not heads:
+            found.append((a, ends[run]))
+            break
+        least, other, _ = heads[0]
+        # Keys equal to the next head: this run's first where it is earlier in the file.
+        b = (bisect_right if run < other else bisect_left)(keys, least, a, ends[run])
+        found.append((a, b))
+        if len(found) > budget:
+            return None
+        if b < ends[run]:
+            heappush(heads, (keys[b], run, b))
+    return found
+
+
+_FEW_BLOCKS = 256  # a block costs some 50 rows of a merge by ranges (`_merge_all`)
 _CHUNK = 1 << 16  # rows sorted at a time (by `_sorted_in_chunks`, and in each range merged)
 _SAMPLE = 64  # every _SAMPLE-th key of each run read to cut the merged keys into ranges
 # Up to this many rows the orders are one sort at C speed: its lists (some 70 bytes a row, 18 MB

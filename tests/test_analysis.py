@@ -274,6 +274,7 @@ def test_interval_unions_and_coverage_match_a_plain_sweep(monkeypatch):
         monkeypatch.setattr(oprows, "_CHUNK", rng.choice([1, 3, 1 << 16]))
         monkeypatch.setattr(oprows, "_SAMPLE", rng.choice([1, 2, 64]))
         monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, 1 << 18]))  # -1: never one sort
+        monkeypatch.setattr(oprows, "_FEW_BLOCKS", rng.choice([1, 4, 1 << 30]))  # 1: by blocks
         runs = [v for _ in range(rng.randint(1, 4))
                 for v in sorted(rng.sample(starts, len(starts) // 2))]
         assert list(intervals.sorted_values(runs)) == sorted(runs)

@@ -136,8 +136,8 @@ def test_events_are_in_trace_order_parents_first():
 def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
     """oprows' orders merge the runs already in order, in arrays, instead of sorting all rows:
     held against the sort they replace, on rows in a few runs (one per thread or flush), in many
-    (a sort, by chunks merged), interleaved finely, cut into ranges of one key or of many, with
-    ties and NaN."""
+    (a sort, by chunks merged), interleaved finely or in blocks (merged a block at a time), cut
+    into ranges of one key or of many, with ties (-0.0 and 0.0 among them) and NaN."""
     rng = random.Random(7)
     limit, chunk, small = oprows._MERGED_RUNS, oprows._CHUNK, oprows.SMALL
     for _ in range(4000):
@@ -148,8 +148,10 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
         monkeypatch.setattr(oprows, "_SAMPLE", rng.choice([1, 2, 3, 64]))
         # below oprows.SMALL rows, one sort: made -1 most of the time, so that merges run
         monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, -1, small]))
+        # Runs merged a block at a time (1: always), by ranges of keys (a block is too many).
+        monkeypatch.setattr(oprows, "_FEW_BLOCKS", rng.choice([1, 1, 4, 1 << 30]))
         n = rng.randint(0, 80)
-        values = [float(rng.randint(0, 25)) for _ in range(n)]
+        values = [rng.choice([float(rng.randint(0, 25)), -0.0]) for _ in range(n)]
         cuts = sorted(rng.sample(range(n + 1), min(rng.choice([1, 2, 5, n + 1]), n + 1)))
         ts = [v for a, b in zip([0, *cuts], [*cuts, n]) for v in sorted(values[a:b])]
         if ts and rng.random() < 0.05:
@@ -163,7 +165,10 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
         oprows.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
                                              dur.__getitem__)
         order, starts = oprows.trace_order(ts, dur)
-        assert list(order) == by_sort and list(map(repr, starts)) == [repr(ts[i]) for i in by_sort]
+        # (Its starts are the stable order's: -0.0 and 0.0, reordered longest first, keep
+        # their places there.)
+        same = (lambda v: repr(v + 0.0)) if any(math.copysign(1.0, v) < 0 for v in ts) else repr
+        assert list(order) == by_sort and list(map(same, starts)) == [same(ts[i]) for i in by_sort]
 
 
 def test_coded_columns_read_as_the_lists_they_replace():
