@@ -19,7 +19,8 @@ from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import (Merged, intersection, sorted_values, union_of_arrays, union_of_spans,
                         union_of_times)
 from .launches import activity_table, launch_table
-from .oprows import Coded, longest_first_at_equal_starts, pieces, stable_order, taken
+from .oprows import (Coded, longest_first_at_equal_starts, pieces, stable_order,
+                     stable_order_in_pieces, taken)
 from .trace import LAUNCH_KINDS, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -66,9 +67,10 @@ class TraceIndex:
         launches = activities.launch_rows(calls)
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
         placed = _at_rows(calls.ts, launches, activities.ts)
-        order, self.placed_times = stable_order(placed)
+        order, self.placed_times, parts = stable_order_in_pieces(placed)
         del placed
-        parts = pieces(order)  # as a rule the activities' own order, or a few runs of it
+        if parts is False:  # as a rule the activities' own order, or a few runs of it
+            parts = pieces(order)
         # The row of each one's runtime/driver call in `calls`, -1 without one.
         self.launches = taken(launches, order, parts)  # the launch table's width: 4 bytes as a rule
         del launches
@@ -127,9 +129,10 @@ class TraceIndex:
             times += array("d", map(self.placed_times.__getitem__, current))
             durs += gaps
             keys.extend([key] * len(gaps))
-        order, self.gap_times = stable_order(times)
+        order, self.gap_times, parts = stable_order_in_pieces(times)
         del times
-        parts = pieces(order)
+        if parts is False:
+            parts = pieces(order)
         self.gap_codes = taken(codes, order, parts)
         self.gap_durs, self.gap_keys = taken(durs, order, parts), keys.take(order, parts)
 

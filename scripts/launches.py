@@ -17,7 +17,8 @@ from collections import deque
 from itertools import compress, islice, repeat
 from operator import and_, attrgetter, ge, lt, ne, not_, sub
 
-from .oprows import NO_ID, Coded, _add_ids, pieces, stable_order, taken, trace_order
+from .oprows import (NO_ID, Coded, _add_ids, pieces, stable_order, taken,
+                     trace_order_in_pieces)
 from .trace_model import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Trace
 
 _EXACT = 1 << 53  # ids ordered as floats (stable_order) only below this: exact there
@@ -191,7 +192,7 @@ class ActivityTable:
                           [e.tid if e.arg("stream") is None else e.arg("stream") for e in events],
                           ids, other)
         if len(self.kinds.values) > 1:  # kinds together, as Trace.of_kinds: in trace order
-            self._reorder(trace_order(self.ts, self.dur)[0])
+            self._reorder(*trace_order_in_pieces(self.ts, self.dur)[::2])
 
     def _add(self, ts, dur, names, kind, devices, streams, ids, other) -> None:
         self.other.update({len(self.ids) + row: value for row, value in other.items()})
@@ -206,8 +207,9 @@ class ActivityTable:
             else:
                 column.extend(values)
 
-    def _reorder(self, order) -> None:
-        parts = pieces(order)  # the kinds' runs merged: as a rule a few hundred slices
+    def _reorder(self, order, parts) -> None:
+        if parts is False:  # the kinds' runs merged: as a rule a few hundred slices
+            parts = pieces(order)
         self.ts, self.dur = taken(self.ts, order, parts), taken(self.dur, order, parts)
         self.ids = taken(self.ids, order, parts)
         if self.other:

@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 from itertools import chain, compress, islice, pairwise, repeat
-from operator import add, and_, eq, gt, is_not, le, ne, sub, truth
+from operator import add, and_, eq, ge, gt, is_not, le, ne, sub, truth
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -455,34 +455,46 @@ def trace_order(ts, dur) -> tuple[list[int] | array, list[float] | array]:
     profiler's buffer): those are merged, in arrays of 16 bytes a row, where a sort of all the
     rows by key would take some 70 (a list of int objects and one of new floats). Rows in many
     short runs (or with NaN starts, which order nothing) are sorted as a whole."""
-    order, starts = stable_order(ts)
-    longest_first_at_equal_starts(order, starts, dur.__getitem__)  # equal starts: the same
-    return order, starts
+    return trace_order_in_pieces(ts, dur)[:2]
+
+
+def trace_order_in_pieces(ts, dur) -> tuple:
+    """`trace_order`, and `pieces` of the order where the merge found them (False: not found)."""
+    order, starts, parts = stable_order_in_pieces(ts)
+    if longest_first_at_equal_starts(order, starts, dur.__getitem__):  # equal starts: the same
+        parts = False
+    return order, starts, parts
 
 
 def stable_order(keys) -> tuple[list[int] | array, list[float] | array]:
     """The rows by key (floats), file order among equal keys, and the keys in that order: as
     `sorted(range(len(keys)), key=keys.__getitem__)`, by merging the runs already in order in
     arrays where the rows are in a few (see `trace_order`)."""
+    return stable_order_in_pieces(keys)[:2]
+
+
+def stable_order_in_pieces(keys) -> tuple:
+    """`stable_order`, and `pieces` of the order where the runs were merged in a few blocks
+    (False: not found, for the caller's `pieces`)."""
     n = len(keys)
     if n <= SMALL or any(map(ne, keys, keys)):  # few rows, or NaN (as sorted orders them)
         order = sorted(range(n), key=keys.__getitem__)
-        return order, list(map(keys.__getitem__, order))
+        return order, list(map(keys.__getitem__, order)), False
     index = "i" if n < (1 << 31) else "q"
     bounds = _run_bounds(keys)
     if bounds is not None:  # a few runs in order: the file's own (a range of rows, no copy)
         if len(bounds) <= 2:
-            return array(index, range(n)), array("d", keys)
+            return array(index, range(n)), array("d", keys), [(0, n)]
         parts = _merged_pieces(keys, bounds)
         if parts is not None:  # runs that interleave in a few blocks: those, in slices
             order, starts = array(index), array("d")
             for a, b in parts:
                 order += array(index, range(a, b))
                 starts += array("d", keys[a:b]) if isinstance(keys, list) else keys[a:b]
-            return order, starts
+            return order, starts, parts
         rows = range(n)
-        return _merge_all([(rows, keys, a, b) for a, b in pairwise(bounds)], keys, index)
-    return _sorted_in_chunks(keys, index)
+        return *_merge_all([(rows, keys, a, b) for a, b in pairwise(bounds)], keys, index), False
+    return *_sorted_in_chunks(keys, index), False
 
 
 def sorted_floats(values) -> array:
@@ -630,23 +642,30 @@ def _buckets(runs: list[tuple]):
 _MERGED_RUNS = 1024  # the most runs merged (each range of keys takes a line of Python a run)
 
 
-def longest_first_at_equal_starts(items: list | array, starts, duration) -> None:
+def longest_first_at_equal_starts(items: list | array, starts, duration) -> bool:
     """`items` (a list, or an array of row numbers), sorted by their `starts`, reordered in
     place so that among equal starts the longest `duration(item)` comes first (a stable sort
-    within each run of equal starts). Traces are nearly in order and equal starts are few: only
-    those runs are sorted again."""
+    within each run of equal starts); whether any moved. Traces are nearly in order and equal
+    starts are few: only those runs are sorted again."""
     ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))
     first = end = -1  # the open run of equal starts: items[first:end]
+    moved = False
     for i in ties:  # items[i] starts with items[i - 1]
         if i != end:
             if end - first > 1:
-                _longest_first(items, first, end, duration)
+                moved = _longest_first(items, first, end, duration) or moved
             first = i - 1
         end = i + 1
     if end - first > 1:
-        _longest_first(items, first, end, duration)
+        moved = _longest_first(items, first, end, duration) or moved
+    return moved
 
 
-def _longest_first(items, first: int, end: int, duration) -> None:
-    fixed = sorted(items[first:end], key=duration, reverse=True)
+def _longest_first(items, first: int, end: int, duration) -> bool:
+    run = items[first:end]
+    durations = list(map(duration, run))
+    if all(map(ge, durations, islice(durations, 1, None))):  # longest first already
+        return False
+    fixed = sorted(run, key=duration, reverse=True)
     items[first:end] = fixed if isinstance(items, list) else array(items.typecode, fixed)
+    return True

@@ -165,6 +165,10 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
         oprows.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
                                              dur.__getitem__)
         order, starts = oprows.trace_order(ts, dur)
+        # The pieces that the merge found, where it did: the order's rows, run by run.
+        for found, parts in (oprows.stable_order_in_pieces(ts)[::2],
+                             oprows.trace_order_in_pieces(ts, dur)[::2]):
+            assert parts is False or [row for a, b in parts for row in range(a, b)] == list(found)
         # (Its starts are the stable order's: -0.0 and 0.0, reordered longest first, keep
         # their places there.)
         same = (lambda v: repr(v + 0.0)) if any(math.copysign(1.0, v) < 0 for v in ts) else repr
