@@ -20,7 +20,7 @@ from .intervals import (Merged, intersection, sorted_values, union_of_arrays, un
                         union_of_times)
 from .launches import activity_table, launch_table
 from .oprows import (Coded, longest_first_at_equal_starts, pieces, stable_order,
-                     stable_order_in_pieces, taken)
+                     stable_order_in_pieces, taken, taken_all)
 from .trace import LAUNCH_KINDS, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -71,20 +71,20 @@ class TraceIndex:
         del placed
         if parts is False:  # as a rule the activities' own order, or a few runs of it
             parts = pieces(order)
-        # The row of each one's runtime/driver call in `calls`, -1 without one.
-        self.launches = taken(launches, order, parts)  # the launch table's width: 4 bytes as a rule
+        # The row of each one's runtime/driver call in `calls` (-1 without one), in the launch
+        # table's width (4 bytes as a rule); floats in arrays (8 bytes a value, not a float
+        # object's 32); names, kinds, devices and streams as codes (Coded): a byte or two each.
+        # All taken at once (the same rows).
+        coded = (activities.names, activities.kinds, activities.device_of, activities.stream_of)
+        self.launches, self.starts, self.durs, *codes = taken_all(
+            [launches, activities.ts, activities.dur, *(column.codes for column in coded)],
+            order, parts)
         del launches
-        # Floats in arrays (8 bytes a value, not a float object's 32); the others are lists of
-        # shared objects (names, kinds, ids).
-        self.starts = taken(activities.ts, order, parts)
-        self.durs = taken(activities.dur, order, parts)
         self.ends = array("d", map(add, self.starts, self.durs))
-        # Names, kinds, devices and streams as codes (Coded): a byte or two each.
-        self.names = activities.names.take(order, parts)
-        self.event_kinds = activities.kinds.take(order, parts)  # kernel / memcpy / memset
+        self.names, self.event_kinds, self.device_of, self.stream_of = (  # kinds: kernel, memcpy..
+            column.with_codes(found) for column, found in zip(coded, codes))
+        del codes
         self.kinds = _kernel_kinds(self.names, self.event_kinds)
-        self.device_of = activities.device_of.take(order, parts)
-        self.stream_of = activities.stream_of.take(order, parts)
         # Where each activity of the table (in trace order: by start) is placed: the rows of
         # `_gaps` by start, without a sort.
         self._placed_at = array("i" if len(order) < (1 << 31) else "q", [0]) * len(order)
@@ -133,8 +133,8 @@ class TraceIndex:
         del times
         if parts is False:
             parts = pieces(order)
-        self.gap_codes = taken(codes, order, parts)
-        self.gap_durs, self.gap_keys = taken(durs, order, parts), keys.take(order, parts)
+        self.gap_codes, self.gap_durs, found = taken_all([codes, durs, keys.codes], order, parts)
+        self.gap_keys = keys.with_codes(found)
 
     def _by_start_of_streams(self, pairs: Coded, by_stream: dict) -> dict:
         """The rows of each stream (`pairs`: the stream of each row) in order of start, a

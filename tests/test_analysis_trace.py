@@ -227,10 +227,12 @@ def test_columns_taken_in_pieces_are_those_taken_row_by_row(monkeypatch):
     """oprows.taken takes an order of a few runs of consecutive rows (a merge of a file's runs)
     as slices (`pieces`): held against the values taken one by one, for each kind of column,
     for orders of few pieces, of many (taken row by row), with rows repeated or counted from
-    the end, and given as an iterator; and Coded's pairs widen their codes as `extend` does."""
+    the end, and given as an iterator, taken a chunk of rows at a time (one row a chunk, or a
+    few); and Coded's pairs widen their codes as `extend` does."""
     rng = random.Random(5)
     for _ in range(600):
         monkeypatch.setattr(oprows, "_FEW_PIECES", rng.choice([1, 2, 8, 100]))
+        monkeypatch.setattr(oprows, "_CHUNK", rng.choice([1, 2, 7, 1 << 16]))  # rows a getter
         n = rng.randint(0, 60)
         order = []
         while len(order) < n:
@@ -254,6 +256,10 @@ def test_columns_taken_in_pieces_are_those_taken_row_by_row(monkeypatch):
                 assert type(found) is type(column) and list(found) == expected
                 if isinstance(column, array):
                     assert found.typecode == column.typecode
+        for found in (oprows.taken_all(columns, order), oprows.taken_all(columns, order, parts),
+                      oprows.taken_all(columns, iter(order), None)):
+            assert [list(values) for values in found] == [[column[i] for i in order]
+                                                          for column in columns]
         coded, pairs, plain = oprows.Coded(), oprows.Coded(), []
         for _ in range(rng.randint(1, 4)):
             firsts = [rng.randrange(rng.choice([2, 40])) for _ in range(rng.randint(0, 400))]
