@@ -118,15 +118,18 @@ class TraceIndex:
             on_stream = self._by_stream_start[key] = by_start.get(key) or _by_start(on_stream,
                                                                                   starts)
             previous, current = on_stream[:-1], on_stream[1:]
-            previous_ends = array("d", map(ends.__getitem__, previous))
-            gaps = array("d", map(sub, _take(starts, current), previous_ends))
-            host_wait = bytes(map(gt, map(launch_starts.__getitem__, current), previous_ends))
+            previous_ends = taken(ends, previous)
+            current_starts, current_launches, placed = taken_all(
+                [starts, launch_starts, self.placed_times], current)
+            gaps = array("d", map(sub, current_starts, previous_ends))
+            host_wait = bytes(map(gt, current_launches, previous_ends))
+            del current_starts, current_launches
             kernel_wait = bytes(map(lt, gaps, repeat(KERNEL_WAIT_US)))
             base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
             # category: 0 host wait, else 1 kernel wait, else 2 (= 2 - host - (host or kernel))
             codes.extend(map(sub, map(sub, repeat(base + 2), host_wait),
                              map(or_, host_wait, kernel_wait)))
-            times += array("d", map(self.placed_times.__getitem__, current))
+            times.extend(placed)
             durs += gaps
             keys.extend([key] * len(gaps))
         order, self.gap_times, parts = stable_order_in_pieces(times)
@@ -175,8 +178,7 @@ class TraceIndex:
             # A GPU of one stream: its rows, sorted by start already.
             members = (self._by_stream_start[keys[0]] if len(keys) == 1 else
                        _by_start(members, self.starts))
-            starts = array("d", map(self.starts.__getitem__, members))
-            ends = array("d", map(self.ends.__getitem__, members))
+            starts, ends = taken_all([self.starts, self.ends], members)
             first_launch = self.launches[members[0]]
             origin = starts[0] if first_launch < 0 else min(call_starts[first_launch], starts[0])
             # Where the GPU's earlier work ended: the running maximum of the ends before each one.
@@ -216,10 +218,10 @@ class TraceIndex:
         del firsts
         calls = array("q", map(launches.__getitem__, matched))
         parts = pieces(calls)  # the calls in order, as a rule
-        self.launch_times = taken(table.ts, calls, parts)
-        self.call_durs = taken(table.dur, calls, parts)
-        self.call_names = table.names.take(calls, parts)
-        self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
+        self.launch_times, self.call_durs, names = taken_all(
+            [table.ts, table.dur, table.names.codes], calls, parts)
+        self.call_names = table.names.with_codes(names)
+        self.launch_delays = array("d", map(max, map(sub, map(sub, taken(starts, matched, None),
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
 
@@ -246,16 +248,11 @@ def _at_rows(column: array, rows: array, instead) -> array:
     (none): a column at a time, those few put after."""
     missing = list(compress(range(len(rows)), map(lt, rows, repeat(0))))
     if not missing:
-        return array("d", map(column.__getitem__, rows))
-    found = (array("d", map(column.__getitem__, rows)) if column else
-             array("d", [0.0]) * len(rows))
+        return taken(column, rows, None)
+    found = taken(column, rows, None) if column else array("d", [0.0]) * len(rows)
     for i, value in zip(missing, compress(instead, map(lt, rows, repeat(0)))):
         found[i] = value
     return found
-
-
-def _take(column: list, indices: list[int]) -> list:
-    return list(map(column.__getitem__, indices))
 
 
 def _rows_by(keys) -> dict:
