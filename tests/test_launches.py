@@ -98,6 +98,7 @@ def test_random_launch_calls_from_columns_and_events(tmp_path, monkeypatch, dens
             lean = load_trace(path, skip_kinds=skipped)
             assert (activities_of(lean), calls_of(lean)) == expected
 
+
 def test_streams_by_start_from_the_table_order_are_those_of_a_sort(monkeypatch):
     """The index takes each stream's activities in order of start from the activity table's
     own order (by start), equal starts put back in placing order: its gaps and idle times are
@@ -179,4 +180,3 @@ def test_idle_before_each_activity_is_that_of_a_loop_over_its_gpu(tmp_path):
                     free_at = max(free_at, index.ends[i])
             assert [list(index.idle_host_wait), list(index.idle_queued),
                     list(index.idle_other)] == expected
-            assert list(index.idle) == [a + b + c for a, b, c in zip(*expected)]
