@@ -68,7 +68,8 @@ class Coded:
         each row's value looked up (a table of hundreds of thousands of names)."""
         code = self._code
         if not self.values:  # nothing yet: its table and codes, copied
-            self.codes, self.values, self._code = other.codes[:], list(other.values), dict(other._code)
+            self.codes, self.values = other.codes[:], list(other.values)
+            self._code = dict(other._code)
             return
         self._add_values([value for value in other.values if value not in code])
         mapping = list(map(code.__getitem__, other.values))
@@ -165,28 +166,39 @@ def taken_all(columns: list, order, parts: list | None | bool = False) -> list:
     if parts is False:
         parts = pieces(order)
     if parts is not None:
-        found = [column[:0] for column in columns]
+        found = [_blank(column, sum(end - first for first, end in parts)) for column in columns]
+        at = 0
         for first, end in parts:
             for i, column in enumerate(columns):
-                found[i] += column[first:end]
+                found[i][at:at + end - first] = column[first:end]
+            at += end - first
         return found
     if not hasattr(order, "__len__"):  # an iterator: value by value
         order = list(order) if len(columns) > 1 else order
         return [_taken_by_map(column, order) for column in columns]
-    found = [column[:0] for column in columns]
+    found = [_blank(column, len(order)) for column in columns]
     for first in range(0, len(order), _CHUNK):
         rows = order[first:first + _CHUNK]
         get = itemgetter(*rows) if len(rows) > 1 else lambda column, row=rows[0]: (column[row],)
+        end = first + len(rows)
         for i, column in enumerate(columns):
             values = get(column)
             if isinstance(column, array):
-                found[i] += (array("B", bytes(values)) if column.typecode == "B" else
-                             array(column.typecode, values))
+                found[i][first:end] = (array("B", bytes(values)) if column.typecode == "B" else
+                                       array(column.typecode, values))
             elif isinstance(column, bytearray):
-                found[i] += bytes(values)
+                found[i][first:end] = bytes(values)
             else:
-                found[i] += values
+                found[i][first:end] = values
     return found
+
+
+def _blank(column, n: int):
+    """A column of `column`'s type and `n` rows, to be filled: made at its size (one that
+    grows as rows are added keeps up to 1/16 more room)."""
+    if isinstance(column, array):
+        return array(column.typecode, [0]) * n
+    return bytearray(n) if isinstance(column, bytearray) else [None] * n
 
 
 def _taken_by_map(column, order):
@@ -519,10 +531,12 @@ def stable_order_in_pieces(keys) -> tuple:
             return array(index, range(n)), array("d", keys), [(0, n)]
         parts = _merged_pieces(keys, bounds)
         if parts is not None:  # runs that interleave in a few blocks: those, in slices
-            order, starts = array(index), array("d")
+            order, starts, at = array(index, [0]) * n, array("d", [0.0]) * n, 0
             for a, b in parts:
-                order += array(index, range(a, b))
-                starts += array("d", keys[a:b]) if isinstance(keys, list) else keys[a:b]
+                order[at:at + b - a] = array(index, range(a, b))
+                piece = keys[a:b]
+                starts[at:at + b - a] = piece if isinstance(piece, array) else array("d", piece)
+                at += b - a
             return order, starts, parts
         rows = range(n)
         return *_merge_all([(rows, keys, a, b) for a, b in pairwise(bounds)], keys, index), False
