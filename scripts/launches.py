@@ -55,7 +55,7 @@ class LaunchTable:
                 self.names.extend(list(map(attrgetter("name"), events)))
                 self.threads.extend([(e.pid, e.tid) for e in events])
             # Each kind's ids apart: in order of time, as a rule, so that ordering them merges
-            # a few runs (scripts.oprows.stable_order) where both kinds' would interleave.
+            # a few runs (scripts.orders.stable_order) where both kinds' would interleave.
             self._indexes.insert(0, self._index(ids, first))
         lowest = min(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)
         highest = max(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import oprows, tracetext
+from scripts import oprows, orders, tracetext
 from scripts.analysis import TIMES_ONLY_KINDS, facts
 from scripts.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
@@ -134,22 +134,22 @@ def test_events_are_in_trace_order_parents_first():
 
 
 def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
-    """oprows' orders merge the runs already in order, in arrays, instead of sorting all rows:
+    """scripts.orders merges the runs already in order, in arrays, instead of sorting all rows:
     held against the sort they replace, on rows in a few runs (one per thread or flush), in many
     (a sort, by chunks merged), interleaved finely or in blocks (merged a block at a time), cut
     into ranges of one key or of many, with ties (-0.0 and 0.0 among them) and NaN."""
     rng = random.Random(7)
-    limit, chunk, small = oprows._MERGED_RUNS, oprows._CHUNK, oprows.SMALL
+    limit, chunk, small = orders._MERGED_RUNS, orders._CHUNK, orders.SMALL
     for _ in range(4000):
         # A small limit of runs: the way of sorted chunks.
-        monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
-        monkeypatch.setattr(oprows, "_CHUNK", rng.choice([chunk, 1, 3, 8]))  # a sort by chunks
+        monkeypatch.setattr(orders, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
+        monkeypatch.setattr(orders, "_CHUNK", rng.choice([chunk, 1, 3, 8]))  # a sort by chunks
         # keys read to cut the merge into ranges: every one, or few (ranges of many keys)
-        monkeypatch.setattr(oprows, "_SAMPLE", rng.choice([1, 2, 3, 64]))
-        # below oprows.SMALL rows, one sort: made -1 most of the time, so that merges run
-        monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, -1, small]))
+        monkeypatch.setattr(orders, "_SAMPLE", rng.choice([1, 2, 3, 64]))
+        # below orders.SMALL rows, one sort: made -1 most of the time, so that merges run
+        monkeypatch.setattr(orders, "SMALL", rng.choice([-1, -1, -1, small]))
         # Runs merged a block at a time (1: always), by ranges of keys (a block is too many).
-        monkeypatch.setattr(oprows, "_FEW_BLOCKS", rng.choice([1, 1, 4, 1 << 30]))
+        monkeypatch.setattr(orders, "_FEW_BLOCKS", rng.choice([1, 1, 4, 1 << 30]))
         n = rng.randint(0, 80)
         values = [rng.choice([float(rng.randint(0, 25)), -0.0]) for _ in range(n)]
         cuts = sorted(rng.sample(range(n + 1), min(rng.choice([1, 2, 5, n + 1]), n + 1)))
@@ -159,15 +159,15 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
         dur = [float(rng.randint(0, 3)) for _ in range(n)]
         ts, dur = array("d", ts), array("d", dur)
         by_sort = sorted(range(n), key=ts.__getitem__)
-        order, keys = oprows.stable_order(ts)
+        order, keys = orders.stable_order(ts)
         assert list(order) == by_sort
         assert list(map(repr, keys)) == [repr(ts[i]) for i in by_sort]
-        oprows.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
+        orders.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
                                              dur.__getitem__)
-        order, starts = oprows.trace_order(ts, dur)
+        order, starts = orders.trace_order(ts, dur)
         # The pieces that the merge found, where it did: the order's rows, run by run.
-        for found, parts in (oprows.stable_order_in_pieces(ts)[::2],
-                             oprows.trace_order_in_pieces(ts, dur)[::2]):
+        for found, parts in (orders.stable_order_in_pieces(ts)[::2],
+                             orders.trace_order_in_pieces(ts, dur)[::2]):
             assert parts is False or [row for a, b in parts for row in range(a, b)] == list(found)
         # (Its starts are the stable order's: -0.0 and 0.0, reordered longest first, keep
         # their places there.)
