@@ -19,7 +19,8 @@ from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
 from .intervals import (Merged, intersection, sorted_values, union_of_arrays, union_of_spans,
                         union_of_times)
 from .launches import activity_table, launch_table
-from .oprows import Coded, longest_first_at_equal_starts, pieces, stable_order, taken
+from .oprows import (Coded, longest_first_at_equal_starts, pieces, stable_order,
+                     stable_order_in_pieces, taken, taken_all)
 from .trace import LAUNCH_KINDS, Trace, Window
 
 # HTA's kernel kinds (hta/utils/utils.py): the same expressions, so that the breakdowns agree.
@@ -66,23 +67,24 @@ class TraceIndex:
         launches = activities.launch_rows(calls)
         # A GPU activity belongs to the window in which its launch call started (HTA's iterations).
         placed = _at_rows(calls.ts, launches, activities.ts)
-        order, self.placed_times = stable_order(placed)
+        order, self.placed_times, parts = stable_order_in_pieces(placed)
         del placed
-        parts = pieces(order)  # as a rule the activities' own order, or a few runs of it
-        # The row of each one's runtime/driver call in `calls`, -1 without one.
-        self.launches = taken(launches, order, parts)  # the launch table's width: 4 bytes as a rule
+        if parts is False:  # as a rule the activities' own order, or a few runs of it
+            parts = pieces(order)
+        # The row of each one's runtime/driver call in `calls` (-1 without one), in the launch
+        # table's width (4 bytes as a rule); floats in arrays (8 bytes a value, not a float
+        # object's 32); names, kinds, devices and streams as codes (Coded): a byte or two each.
+        # All taken at once (the same rows).
+        coded = (activities.names, activities.kinds, activities.device_of, activities.stream_of)
+        self.launches, self.starts, self.durs, *codes = taken_all(
+            [launches, activities.ts, activities.dur, *(column.codes for column in coded)],
+            order, parts)
         del launches
-        # Floats in arrays (8 bytes a value, not a float object's 32); the others are lists of
-        # shared objects (names, kinds, ids).
-        self.starts = taken(activities.ts, order, parts)
-        self.durs = taken(activities.dur, order, parts)
         self.ends = array("d", map(add, self.starts, self.durs))
-        # Names, kinds, devices and streams as codes (Coded): a byte or two each.
-        self.names = activities.names.take(order, parts)
-        self.event_kinds = activities.kinds.take(order, parts)  # kernel / memcpy / memset
+        self.names, self.event_kinds, self.device_of, self.stream_of = (  # kinds: kernel, memcpy..
+            column.with_codes(found) for column, found in zip(coded, codes))
+        del codes
         self.kinds = _kernel_kinds(self.names, self.event_kinds)
-        self.device_of = activities.device_of.take(order, parts)
-        self.stream_of = activities.stream_of.take(order, parts)
         # Where each activity of the table (in trace order: by start) is placed: the rows of
         # `_gaps` by start, without a sort.
         self._placed_at = array("i" if len(order) < (1 << 31) else "q", [0]) * len(order)
@@ -116,22 +118,26 @@ class TraceIndex:
             on_stream = self._by_stream_start[key] = by_start.get(key) or _by_start(on_stream,
                                                                                   starts)
             previous, current = on_stream[:-1], on_stream[1:]
-            previous_ends = array("d", map(ends.__getitem__, previous))
-            gaps = array("d", map(sub, _take(starts, current), previous_ends))
-            host_wait = bytes(map(gt, map(launch_starts.__getitem__, current), previous_ends))
+            previous_ends = taken(ends, previous)
+            current_starts, current_launches, placed = taken_all(
+                [starts, launch_starts, self.placed_times], current)
+            gaps = array("d", map(sub, current_starts, previous_ends))
+            host_wait = bytes(map(gt, current_launches, previous_ends))
+            del current_starts, current_launches
             kernel_wait = bytes(map(lt, gaps, repeat(KERNEL_WAIT_US)))
             base = 3 * self.stream_numbers[key]  # code: 3 * stream number + category number
             # category: 0 host wait, else 1 kernel wait, else 2 (= 2 - host - (host or kernel))
             codes.extend(map(sub, map(sub, repeat(base + 2), host_wait),
                              map(or_, host_wait, kernel_wait)))
-            times += array("d", map(self.placed_times.__getitem__, current))
+            times.extend(placed)
             durs += gaps
             keys.extend([key] * len(gaps))
-        order, self.gap_times = stable_order(times)
+        order, self.gap_times, parts = stable_order_in_pieces(times)
         del times
-        parts = pieces(order)
-        self.gap_codes = taken(codes, order, parts)
-        self.gap_durs, self.gap_keys = taken(durs, order, parts), keys.take(order, parts)
+        if parts is False:
+            parts = pieces(order)
+        self.gap_codes, self.gap_durs, found = taken_all([codes, durs, keys.codes], order, parts)
+        self.gap_keys = keys.with_codes(found)
 
     def _by_start_of_streams(self, pairs: Coded, by_stream: dict) -> dict:
         """The rows of each stream (`pairs`: the stream of each row) in order of start, a
@@ -172,8 +178,7 @@ class TraceIndex:
             # A GPU of one stream: its rows, sorted by start already.
             members = (self._by_stream_start[keys[0]] if len(keys) == 1 else
                        _by_start(members, self.starts))
-            starts = array("d", map(self.starts.__getitem__, members))
-            ends = array("d", map(self.ends.__getitem__, members))
+            starts, ends = taken_all([self.starts, self.ends], members)
             first_launch = self.launches[members[0]]
             origin = starts[0] if first_launch < 0 else min(call_starts[first_launch], starts[0])
             # Where the GPU's earlier work ended: the running maximum of the ends before each one.
@@ -213,10 +218,10 @@ class TraceIndex:
         del firsts
         calls = array("q", map(launches.__getitem__, matched))
         parts = pieces(calls)  # the calls in order, as a rule
-        self.launch_times = taken(table.ts, calls, parts)
-        self.call_durs = taken(table.dur, calls, parts)
-        self.call_names = table.names.take(calls, parts)
-        self.launch_delays = array("d", map(max, map(sub, map(sub, _take(starts, matched),
+        self.launch_times, self.call_durs, names = taken_all(
+            [table.ts, table.dur, table.names.codes], calls, parts)
+        self.call_names = table.names.with_codes(names)
+        self.launch_delays = array("d", map(max, map(sub, map(sub, taken(starts, matched, None),
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
 
@@ -243,16 +248,11 @@ def _at_rows(column: array, rows: array, instead) -> array:
     (none): a column at a time, those few put after."""
     missing = list(compress(range(len(rows)), map(lt, rows, repeat(0))))
     if not missing:
-        return array("d", map(column.__getitem__, rows))
-    found = (array("d", map(column.__getitem__, rows)) if column else
-             array("d", [0.0]) * len(rows))
+        return taken(column, rows, None)
+    found = taken(column, rows, None) if column else array("d", [0.0]) * len(rows)
     for i, value in zip(missing, compress(instead, map(lt, rows, repeat(0)))):
         found[i] = value
     return found
-
-
-def _take(column: list, indices: list[int]) -> list:
-    return list(map(column.__getitem__, indices))
 
 
 def _rows_by(keys) -> dict:

@@ -14,7 +14,7 @@ from array import array
 from itertools import accumulate, chain, compress, islice
 from operator import add, le, lt, sub
 
-from . import oprows
+from . import orders
 
 Column = list[float] | array  # floats, or an array of them ("d")
 
@@ -101,7 +101,7 @@ def union_of_rows(starts, ends) -> Merged:
     them where the starts are sorted (rows in trace order): then a merged interval begins at
     S[i] when every interval before has ended (the running maximum of their ends is below
     S[i]), which is `union_of_times`' test, and ends at the largest end of its rows."""
-    if len(starts) <= oprows.SMALL:  # lists already: no round trip through arrays
+    if len(starts) <= orders.SMALL:  # lists already: no round trip through arrays
         return union_of_times(list(starts), list(ends))
     starts, ends = union_of_columns(starts, ends)
     return list(starts), list(ends)
@@ -113,7 +113,7 @@ def union_of_rows(starts, ends) -> Merged:
 
 def union_of_columns(starts: Column, ends: Column) -> tuple[array, array]:
     """`union_of_rows`, in arrays."""
-    if len(starts) <= oprows.SMALL:
+    if len(starts) <= orders.SMALL:
         return _as_arrays(union_of_times(list(starts), list(ends)))
     if not all(map(le, starts, islice(starts, 1, None))):
         return union_of_arrays(starts, ends)
@@ -123,7 +123,7 @@ def union_of_columns(starts: Column, ends: Column) -> tuple[array, array]:
 def union_of_spans(starts: Column, durations: Column) -> tuple[array, array]:
     """`union_of_columns` of the rows [starts[i], starts[i] + durations[i]], without a column
     of their ends (8 bytes a row, of millions of ops) where the starts are in order."""
-    if len(starts) <= oprows.SMALL:
+    if len(starts) <= orders.SMALL:
         return _as_arrays(union_of_times(list(starts), list(map(add, starts, durations))))
     if not all(map(le, starts, islice(starts, 1, None))):
         return union_of_arrays(starts, array("d", map(add, starts, durations)))
@@ -140,9 +140,9 @@ def _union_in_order(starts: Column, ends_of) -> tuple[array, array]:
     rows)."""
     merged_starts, merged_ends = array("d"), array("d")
     running = -math.inf
-    for first in range(0, len(starts), oprows._CHUNK):
-        chunk = starts[first:first + oprows._CHUNK]
-        ends = ends_of(first, first + oprows._CHUNK)
+    for first in range(0, len(starts), orders._CHUNK):
+        chunk = starts[first:first + orders._CHUNK]
+        ends = ends_of(first, first + orders._CHUNK)
         nonempty = bytes(map(lt, chunk, ends))
         if not all(nonempty):
             chunk, ends = array("d", compress(chunk, nonempty)), array("d", compress(ends, nonempty))
@@ -161,7 +161,7 @@ def _union_in_order(starts: Column, ends_of) -> tuple[array, array]:
 
 def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
     """`union_of_times`, in arrays (a sorted copy of the starts, then of the ends)."""
-    if len(starts) <= oprows.SMALL:
+    if len(starts) <= orders.SMALL:
         return _as_arrays(union_of_times(list(starts), list(ends)))
     starts, ends = _nonempty(starts, ends)
     if not starts:
@@ -175,7 +175,7 @@ def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
 
 
 def _as_arrays(merged: Merged) -> tuple[array, array]:
-    """Below oprows.SMALL rows the unions are taken in lists, at C speed (an array's every
+    """Below orders.SMALL rows the unions are taken in lists, at C speed (an array's every
     value read makes a new float); their few merged intervals are returned as arrays."""
     return array("d", merged[0]), array("d", merged[1])
 
@@ -189,8 +189,8 @@ def _nonempty(starts: Column, ends: Column) -> tuple[Column, Column]:
 
 def sorted_values(values: Column) -> array:
     """`sorted(values)` (no NaN among them) in an array: as a rule the values are a few runs
-    already in order (the rows of a trace, by kind), merged (`oprows.sorted_floats`) at 16 bytes
+    already in order (the rows of a trace, by kind), merged (`orders.sorted_floats`) at 16 bytes
     a value, where a sorted list would make a float object of 32 for each."""
-    if len(values) <= oprows.SMALL:  # one sort at C speed (see oprows.SMALL)
+    if len(values) <= orders.SMALL:  # one sort at C speed (see orders.SMALL)
         return array("d", sorted(values))
-    return oprows.sorted_floats(values)
+    return orders.sorted_floats(values)

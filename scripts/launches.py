@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections import deque
 from itertools import compress, islice, repeat
-from operator import attrgetter, ne
+from operator import and_, attrgetter, ge, lt, ne, not_, sub
 
-from .oprows import NO_ID, Coded, _add_ids, stable_order, trace_order
+from .oprows import (NO_ID, Coded, _add_ids, pieces, stable_order, taken,
+                     trace_order_in_pieces)
 from .trace_model import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Trace
 
 _EXACT = 1 << 53  # ids ordered as floats (stable_order) only below this: exact there
@@ -43,8 +45,8 @@ class LaunchTable:
                 ids += columns.correlations
                 self.ts += skipped.ts
                 self.dur += skipped.dur
-                self.names.extend(list(columns.names))
-                self.threads.extend(list(columns.threads))
+                self.names.extend_coded(columns.names)
+                self.threads.extend_coded(columns.threads)
             else:
                 events = trace.by_kind.get(kind, [])
                 _add_ids(ids, other, list(map(attrgetter("correlation"), events)))
@@ -53,7 +55,7 @@ class LaunchTable:
                 self.names.extend(list(map(attrgetter("name"), events)))
                 self.threads.extend([(e.pid, e.tid) for e in events])
             # Each kind's ids apart: in order of time, as a rule, so that ordering them merges
-            # a few runs (scripts.oprows.stable_order) where both kinds' would interleave.
+            # a few runs (scripts.orders.stable_order) where both kinds' would interleave.
             self._indexes.insert(0, self._index(ids, first))
         lowest = min(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)
         highest = max(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)
@@ -64,21 +66,28 @@ class LaunchTable:
             self._other[other[row]] = row
 
     @staticmethod
-    def _index(ids: array, first: int) -> tuple[array, array]:
-        """Sorted ids of the rows from `first` on and their rows (the last row of each id),
-        for `row_of` to bisect."""
+    def _index(ids: array, first: int) -> tuple:
+        """The rows from `first` on by id (the last row of each id), for `row_of`: where the
+        ids span a range of few more values than rows (as a rule: Kineto counts them up), a
+        table of rows by id - its least (-1 for none), filled in row order (the last row
+        written last); else (None, sorted ids, their rows), to bisect."""
         ids = ids[first:]
         given = bytes(map(ne, ids, repeat(NO_ID)))
-        rows = array("i" if first + len(ids) < (1 << 31) else "q",
-                     compress(range(first, first + len(ids)), given))
+        typecode = "i" if first + len(ids) < (1 << 31) else "q"
+        rows = array(typecode, compress(range(first, first + len(ids)), given))
         keys = array("q", compress(ids, given))
         if keys and not -_EXACT < min(keys) <= max(keys) < _EXACT:
-            return array("q"), array("i")  # the dict's (see __init__)
+            return None, array("q"), array("i")  # the dict's (see __init__)
+        if keys and max(keys) - min(keys) < _DENSE * len(keys):
+            lowest = min(keys)
+            table = array(typecode, [-1]) * (max(keys) - lowest + 1)
+            deque(map(table.__setitem__, map(sub, keys, repeat(lowest)), rows), 0)
+            return lowest, table
         order = stable_order(array("d", keys))[0]
         keys = array("q", map(keys.__getitem__, order))
         rows = array(rows.typecode, map(rows.__getitem__, order))
         last = bytes(map(ne, keys, islice(keys, 1, None))) + b"\1"  # of each run of one id
-        return array("q", compress(keys, last)), array(rows.typecode, compress(rows, last))
+        return None, array("q", compress(keys, last)), array(rows.typecode, compress(rows, last))
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -88,11 +97,61 @@ class LaunchTable:
         if correlation is None:
             return -1
         if type(correlation) is int and -_EXACT < correlation < _EXACT:
-            for keys, rows in self._indexes:  # runtime's first
-                at = bisect_left(keys, correlation)
-                if at < len(keys) and keys[at] == correlation:
-                    return rows[at]
+            for index in self._indexes:  # runtime's first
+                found = _rows_at(index, (correlation,))[0]
+                if found >= 0:
+                    return found
         return self._other.get(correlation, -1)
+
+    def rows_of(self, ids: array, other: dict) -> array:
+        """`row_of` of each id of a column (as OpColumns.correlations: NO_ID for none, or for
+        one in `other` by row), a column at a time: each index looked up by the rows that the
+        ones before did not find."""
+        rows = array("i" if len(self) < (1 << 31) else "q", [-1]) * len(ids)
+        if not self._indexes:  # every id in the dict
+            deque(map(rows.__setitem__, range(len(ids)), map(self.row_of, (
+                other.get(row) if value == NO_ID else value for row, value in enumerate(ids)))), 0)
+            return rows
+        missing, values = range(len(ids)), ids  # the rows not found yet, and their ids
+        for index in self._indexes:  # runtime's first
+            found = _rows_at(index, values)
+            hit = bytes(map(ge, found, repeat(0)))
+            if len(missing) == len(rows):  # the first index: every row
+                rows = array(rows.typecode, found)
+            else:
+                deque(map(rows.__setitem__, compress(missing, hit), compress(found, hit)), 0)
+            missed = bytes(map(not_, hit))
+            missing = array("q", compress(missing, missed))
+            values = array("q", compress(values, missed))
+        if other or self._other:  # ids of other types, or not in the indexes: rare
+            for row, value in zip(missing, values):
+                rows[row] = self.row_of(other.get(row) if value == NO_ID else value)
+        return rows
+
+
+_DENSE = 4  # a table of rows by id where the ids span fewer than this many values a row
+
+
+def _rows_at(index: tuple, values) -> array | list:
+    """The row of each id of `values` (ints) in one index of LaunchTable (-1 for none)."""
+    lowest = index[0]
+    if lowest is None:
+        keys, rows = index[1:]
+        if not keys:
+            return [-1] * len(values)
+        at = list(map(bisect_left, repeat(keys), values))
+        padded = keys + keys[-1:]  # at len(keys): an id past them all, not equal to the last
+        found = list(map(padded.__getitem__, at))
+        return [rows[i] if key == value else -1 for i, key, value in zip(at, found, values)]
+    table = index[1]
+    highest = lowest + len(table)
+    inside = bytes(map(and_, map(ge, values, repeat(lowest)), map(lt, values, repeat(highest))))
+    if all(inside):
+        return list(map(table.__getitem__, map(sub, values, repeat(lowest))))
+    found = [-1] * len(values)
+    deque(map(found.__setitem__, compress(range(len(values)), inside),
+              map(table.__getitem__, map(sub, compress(values, inside), repeat(lowest)))), 0)
+    return found
 
 
 def launch_table(trace: Trace) -> LaunchTable:
@@ -118,13 +177,9 @@ class ActivityTable:
             skipped = trace.skipped.get(kind)
             if skipped is not None:
                 columns = skipped.columns  # with ids and streams (scripts.analysis checks)
-                threads = list(columns.threads)
-                devices, streams = list(columns.devices), list(columns.streams)
-                self._add(skipped.ts, skipped.dur, list(columns.names), kind,
-                          [pid if device is None else device
-                           for device, (pid, _) in zip(devices, threads)],
-                          [tid if stream is None else stream
-                           for stream, (_, tid) in zip(streams, threads)],
+                self._add(skipped.ts, skipped.dur, columns.names, kind,
+                          _or_thread(columns.devices, columns.threads, 0),
+                          _or_thread(columns.streams, columns.threads, 1),
                           columns.correlations, columns.correlation_other)
             else:
                 events = trace.by_kind.get(kind, [])
@@ -137,27 +192,31 @@ class ActivityTable:
                           [e.tid if e.arg("stream") is None else e.arg("stream") for e in events],
                           ids, other)
         if len(self.kinds.values) > 1:  # kinds together, as Trace.of_kinds: in trace order
-            self._reorder(trace_order(self.ts, self.dur)[0])
+            self._reorder(*trace_order_in_pieces(self.ts, self.dur)[::2])
 
     def _add(self, ts, dur, names, kind, devices, streams, ids, other) -> None:
         self.other.update({len(self.ids) + row: value for row, value in other.items()})
         self.ids += ids
         self.ts += ts
         self.dur += dur
-        self.names.extend(names)
         self.kinds.extend([kind] * len(names))
-        self.device_of.extend(devices)
-        self.stream_of.extend(streams)
+        for column, values in ((self.names, names), (self.device_of, devices),
+                               (self.stream_of, streams)):
+            if isinstance(values, Coded):
+                column.extend_coded(values)
+            else:
+                column.extend(values)
 
-    def _reorder(self, order) -> None:
-        self.ts = array("d", map(self.ts.__getitem__, order))
-        self.dur = array("d", map(self.dur.__getitem__, order))
-        self.ids = array("q", map(self.ids.__getitem__, order))
+    def _reorder(self, order, parts) -> None:
+        if parts is False:  # the kinds' runs merged: as a rule a few hundred slices
+            parts = pieces(order)
+        self.ts, self.dur = taken(self.ts, order, parts), taken(self.dur, order, parts)
+        self.ids = taken(self.ids, order, parts)
         if self.other:
             moved = {row: new for new, row in enumerate(order) if row in self.other}
             self.other = {new: self.other[row] for row, new in moved.items()}
         for column in (self.names, self.kinds, self.device_of, self.stream_of):
-            column.reorder(order)
+            column.reorder(order, parts)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -165,12 +224,16 @@ class ActivityTable:
     def launch_rows(self, calls: LaunchTable) -> array:
         """The row in `calls` of each activity's launch call, -1 without one."""
         if self._launches is None or self._launches[0] is not calls:
-            other = self.other
-            rows = array("i" if len(calls) < (1 << 31) else "q",
-                         (calls.row_of(other.get(row) if value == NO_ID else value)
-                          for row, value in enumerate(self.ids)))
-            self._launches = calls, rows
+            self._launches = calls, calls.rows_of(self.ids, self.other)
         return self._launches[1]
+
+
+def _or_thread(values: Coded, threads: Coded, part: int) -> Coded | list:
+    """The values (a `device` or `stream` arg), else the row's pid (`part` 0) or tid (1): the
+    column itself where every row has one."""
+    if None not in values.values:
+        return values
+    return [pair[part] if value is None else value for value, pair in zip(values, threads)]
 
 
 def activity_table(trace: Trace) -> ActivityTable:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 from array import array
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from itertools import chain, compress, islice, pairwise, repeat
-from operator import add, and_, eq, gt, is_not, le, ne, sub, truth
+from itertools import compress, islice, pairwise, repeat
+from operator import add, and_, eq, is_not, itemgetter, ne, sub, truth
+
+from .orders import (SMALL, in_trace_order, longest_first_at_equal_starts,  # noqa: F401
+                     sorted_floats, stable_order, stable_order_in_pieces, trace_order,
+                     trace_order_in_pieces)
 
 OP_ARG_KINDS = frozenset({"cpu_op", "python"})  # the kinds whose args scripts.ops reads
 # The args of a CPU op that scripts.ops reads: lists kept as JSON text, the others as values.
@@ -62,6 +65,24 @@ class Coded:
             self._add_values(set(zip(firsts, seconds)).difference(code))
             self.codes += self._codes(map(code.__getitem__, zip(firsts, seconds)))
 
+    def extend_coded(self, other: Coded) -> None:
+        """`extend` by the rows of another column: its codes translated to this one's, not
+        each row's value looked up (a table of hundreds of thousands of names)."""
+        code = self._code
+        if not self.values:  # nothing yet: its table and codes, copied
+            self.codes, self.values = other.codes[:], list(other.values)
+            self._code = dict(other._code)
+            return
+        self._add_values([value for value in other.values if value not in code])
+        mapping = list(map(code.__getitem__, other.values))
+        typecode = self.codes.typecode
+        if typecode == other.codes.typecode and mapping == list(range(len(mapping))):
+            self.codes += other.codes
+        elif typecode == "B" == other.codes.typecode:  # a byte each: translated at once
+            self.codes += array("B", other.codes.tobytes().translate(bytes(mapping).ljust(256)))
+        else:
+            self.codes += array(typecode, map(mapping.__getitem__, other.codes))
+
     def _add_values(self, new) -> None:
         code = self._code
         for value in new:
@@ -85,9 +106,12 @@ class Coded:
     def take(self, order, parts: list | None | bool = False) -> Coded:
         """The rows in `order` (row numbers, or an iterator of them), as a new column that
         shares this one's table (neither is extended after); `parts` as for `reorder`."""
+        return self.with_codes(taken(self.codes, order, parts))
+
+    def with_codes(self, codes: array) -> Coded:
+        """A column of these codes that shares this one's table (neither is extended after)."""
         found = Coded()
-        found.codes = taken(self.codes, order, parts)
-        found.values, found._code = self.values, self._code
+        found.codes, found.values, found._code = codes, self.values, self._code
         return found
 
     def __len__(self) -> int:
@@ -128,23 +152,64 @@ def pieces(order) -> list[tuple[int, int]] | None:
 
 
 _FEW_PIECES = 8
+_CHUNK = 1 << 16  # rows that one itemgetter of `taken_all` takes
 
 
 def taken(column, order, parts: list | None | bool = False):
     """The values of `column` (an array, a bytearray or a list) at rows `order`, as the same
     type; `parts`: `pieces(order)` where the caller has it (False: found here)."""
+    return taken_all([column], order, parts)[0]
+
+
+def taken_all(columns: list, order, parts: list | None | bool = False) -> list:
+    """`taken` of each column at the same rows: where they are not a few pieces, a chunk of
+    rows at a time, each chunk's `itemgetter` made once for every column (a C loop that makes
+    a tuple of the chunk's values: twice as fast as a map of `__getitem__` into an array,
+    in memory of a chunk's rows only)."""
     if parts is False:
         parts = pieces(order)
-    if parts is None:
-        if isinstance(column, array):
-            if column.typecode == "B":  # bytes made at once (an array's go a value at a time)
-                return array("B", bytes(map(column.__getitem__, order)))
-            return array(column.typecode, map(column.__getitem__, order))
-        return type(column)(map(column.__getitem__, order))
-    found = column[:0]
-    for first, end in parts:
-        found += column[first:end]
+    if parts is not None:
+        found = [_blank(column, sum(end - first for first, end in parts)) for column in columns]
+        at = 0
+        for first, end in parts:
+            for i, column in enumerate(columns):
+                found[i][at:at + end - first] = column[first:end]
+            at += end - first
+        return found
+    if not hasattr(order, "__len__"):  # an iterator: value by value
+        order = list(order) if len(columns) > 1 else order
+        return [_taken_by_map(column, order) for column in columns]
+    found = [_blank(column, len(order)) for column in columns]
+    for first in range(0, len(order), _CHUNK):
+        rows = order[first:first + _CHUNK]
+        get = itemgetter(*rows) if len(rows) > 1 else lambda column, row=rows[0]: (column[row],)
+        end = first + len(rows)
+        for i, column in enumerate(columns):
+            values = get(column)
+            if isinstance(column, array):
+                found[i][first:end] = (array("B", bytes(values)) if column.typecode == "B" else
+                                       array(column.typecode, values))
+            elif isinstance(column, bytearray):
+                found[i][first:end] = bytes(values)
+            else:
+                found[i][first:end] = values
     return found
+
+
+def _blank(column, n: int):
+    """A column of `column`'s type and `n` rows, to be filled: made at its size (one that
+    grows as rows are added keeps up to 1/16 more room)."""
+    if isinstance(column, array):
+        return array(column.typecode, [0]) * n
+    return bytearray(n) if isinstance(column, bytearray) else [None] * n
+
+
+def _taken_by_map(column, order):
+    if isinstance(column, array):
+        if column.typecode == "B":  # bytes made at once (an array's go a value at a time)
+            return array("B", bytes(map(column.__getitem__, order)))
+        return array(column.typecode, map(column.__getitem__, order))
+    return type(column)(map(column.__getitem__, order))
 
 
 def _code_type(count: int) -> str:
@@ -418,177 +483,3 @@ def _op_rows(trace, kind: str) -> OpRows | None:
                   [arg_text(a.get(DIMS)) for a in args], [arg_text(a.get(TYPES)) for a in args],
                   [a.get(SEQUENCE) for a in args], [bool(a.get(FORWARD)) for a in args],
                   any(DIMS in a for a in args))
-
-
-def in_trace_order(ts, dur) -> bool:
-    """Whether the rows are in `trace_order` already (as Python frames are in Kineto's files)."""
-    if not all(map(le, ts, islice(ts, 1, None))):
-        return False
-    ties = compress(range(1, len(ts)), map(eq, ts, islice(ts, 1, None)))
-    return all(dur[i - 1] >= dur[i] for i in ties)
-
-
-def trace_order(ts, dur) -> tuple[list[int] | array, list[float] | array]:
-    """The rows by start, the longest first among equal starts, file order among full ties:
-    the order of `Trace.events` (scripts.trace_model._in_trace_order), as indices; and their
-    starts in that order.
-
-    A file holds its rows as a few runs already in order (one per thread or per flush of the
-    profiler's buffer): those are merged, in arrays of 16 bytes a row, where a sort of all the
-    rows by key would take some 70 (a list of int objects and one of new floats). Rows in many
-    short runs (or with NaN starts, which order nothing) are sorted as a whole."""
-    order, starts = stable_order(ts)
-    longest_first_at_equal_starts(order, starts, dur.__getitem__)  # equal starts: the same
-    return order, starts
-
-
-def stable_order(keys) -> tuple[list[int] | array, list[float] | array]:
-    """The rows by key (floats), file order among equal keys, and the keys in that order: as
-    `sorted(range(len(keys)), key=keys.__getitem__)`, by merging the runs already in order in
-    arrays where the rows are in a few (see `trace_order`)."""
-    n = len(keys)
-    if n <= SMALL or any(map(ne, keys, keys)):  # few rows, or NaN (as sorted orders them)
-        order = sorted(range(n), key=keys.__getitem__)
-        return order, list(map(keys.__getitem__, order))
-    index = "i" if n < (1 << 31) else "q"
-    bounds = _run_bounds(keys)
-    if bounds is not None:  # a few runs in order: the file's own (a range of rows, no copy)
-        if len(bounds) <= 2:
-            return array(index, range(n)), array("d", keys)
-        rows = range(n)
-        return _merge_all([(rows, keys, a, b) for a, b in pairwise(bounds)], keys, index)
-    return _sorted_in_chunks(keys, index)
-
-
-def sorted_floats(values) -> array:
-    """`sorted(values)` (no NaN among them) in an array, as `stable_order`'s keys: the runs
-    already in order merged (or sorted chunks, where they are many) without a list of all."""
-    bounds = _run_bounds(values)
-    if bounds is None:  # sorted by chunks
-        runs = []
-        for first in range(0, len(values), _CHUNK):
-            run = array("d", sorted(values[first:first + _CHUNK]))
-            runs.append((run, 0, len(run)))
-    elif len(bounds) <= 2:
-        return values if isinstance(values, array) else array("d", values)
-    else:
-        runs = [(values, a, b) for a, b in pairwise(bounds)]
-    merged = array("d")
-    for equal, rest in _buckets(runs):
-        for i, a, b in equal:
-            merged += array("d", runs[i][0][a:b])
-        if len(rest) == 1:
-            i, a, b = rest[0]
-            merged += array("d", runs[i][0][a:b])
-        elif rest:
-            merged += array("d", sorted(chain.from_iterable(runs[i][0][a:b] for i, a, b in rest)))
-    return merged
-
-
-def _run_bounds(keys) -> list[int] | None:
-    """Where the runs in order of `keys` begin, and its length; None where they are more than
-    _MERGED_RUNS."""
-    n = len(keys)
-    descents = compress(range(1, n), map(gt, keys, islice(keys, 1, None)))
-    bounds = [0, *islice(descents, _MERGED_RUNS), n]  # of the runs, up to _MERGED_RUNS + 1
-    return bounds if len(bounds) - 1 <= _MERGED_RUNS else None
-
-
-_CHUNK = 1 << 16  # rows sorted at a time (by `_sorted_in_chunks`, and in each range merged)
-_SAMPLE = 64  # every _SAMPLE-th key of each run read to cut the merged keys into ranges
-# Up to this many rows the orders are one sort at C speed: its lists (some 70 bytes a row, 18 MB
-# here) matter only at millions of rows, where merging runs in arrays saves them but costs
-# Python steps (a trace of 200k events took 20% longer merged).
-SMALL = 1 << 18
-
-
-def _sorted_in_chunks(keys, index: str) -> tuple[array, array]:
-    """`stable_order` by sorting chunks of rows (a list of int objects and one of floats for
-    one chunk at a time, not for all), then merging them: equal keys by row number, so in file
-    order, as one stable sort."""
-    n = len(keys)
-    chunks = []
-    for first in range(0, n, _CHUNK):
-        rows = sorted(range(first, min(first + _CHUNK, n)), key=keys.__getitem__)
-        chunks.append((array(index, rows), array("d", map(keys.__getitem__, rows)), 0, len(rows)))
-        del rows
-    if len(chunks) <= 1:
-        return chunks[0][:2] if chunks else (array(index), array("d"))
-    return _merge_all(chunks, keys, index)
-
-
-def _merge_all(runs: list[tuple], keys, index: str) -> tuple[array, array]:
-    """The runs (rows, starts, lo, hi: rows[lo:hi] and their starts in order; each run of rows
-    earlier in the file than the next one's; `keys` the starts by row) merged into one, its rows
-    and starts (only the result is made, 12 bytes a row): a range of keys at a time
-    (`_buckets`), its pieces of the runs taken as they are where one run holds them, else
-    sorted together at C speed (a sort of runs in order merges them), in lists of one range's
-    rows, not of all. A stable sort of pieces in run order: equal keys in file order."""
-    rows, starts = array(index), array("d")
-    for equal, rest in _buckets([run[1:] for run in runs]):
-        for i, a, b in equal if len(rest) != 1 else (*equal, *rest):  # as they are
-            rows += array(index, runs[i][0][a:b])
-            starts += array("d", runs[i][1][a:b])
-        if len(rest) > 1:
-            taken = list(chain.from_iterable(runs[i][0][a:b] for i, a, b in rest))
-            taken.sort(key=keys.__getitem__)
-            rows += array(index, taken)
-            starts += array("d", map(keys.__getitem__, taken))
-    return rows, starts
-
-
-def _buckets(runs: list[tuple]):
-    """The keys of the runs (keys, lo, hi: keys[lo:hi] in order, no NaN) cut into ranges of
-    about _CHUNK keys, in order, at keys read every _SAMPLE-th of each run; for each range, the
-    pieces (run number, a, b: keys[a:b] of that run) that hold its least key (`equal`, its
-    first, in run order), then those that hold the rest. A range holds fewer than
-    _CHUNK // _SAMPLE of the keys read above its least, so its rest is at most
-    (_CHUNK // _SAMPLE + the runs) * _SAMPLE keys, however many keys are equal."""
-    samples = sorted(chain.from_iterable(keys[lo:hi:_SAMPLE] for keys, lo, hi in runs))
-    every = max(_CHUNK // _SAMPLE, 1)
-    cuts = sorted(set(islice(samples, every, None, every)))
-    del samples
-    at = [lo for _, lo, _ in runs]
-    low = None  # the least key of the range (None: the first, from the least of all)
-    for cut in chain(cuts, (None,)):
-        equal, rest = [], []
-        for i, (keys, _, hi) in enumerate(runs):
-            a = at[i]
-            if a == hi:
-                continue
-            b = hi if cut is None else bisect_left(keys, cut, a, hi)
-            if a == b:
-                continue
-            middle = a if low is None else bisect_right(keys, low, a, b)
-            if middle > a:
-                equal.append((i, a, middle))
-            if b > middle:
-                rest.append((i, middle, b))
-            at[i] = b
-        yield equal, rest
-        low = cut
-
-
-_MERGED_RUNS = 1024  # the most runs merged (each range of keys takes a line of Python a run)
-
-
-def longest_first_at_equal_starts(items: list | array, starts, duration) -> None:
-    """`items` (a list, or an array of row numbers), sorted by their `starts`, reordered in
-    place so that among equal starts the longest `duration(item)` comes first (a stable sort
-    within each run of equal starts). Traces are nearly in order and equal starts are few: only
-    those runs are sorted again."""
-    ties = compress(range(1, len(starts)), map(eq, starts, islice(starts, 1, None)))
-    first = end = -1  # the open run of equal starts: items[first:end]
-    for i in ties:  # items[i] starts with items[i - 1]
-        if i != end:
-            if end - first > 1:
-                _longest_first(items, first, end, duration)
-            first = i - 1
-        end = i + 1
-    if end - first > 1:
-        _longest_first(items, first, end, duration)
-
-
-def _longest_first(items, first: int, end: int, duration) -> None:
-    fixed = sorted(items[first:end], key=duration, reverse=True)
-    items[first:end] = fixed if isinstance(items, list) else array(items.typecode, fixed)

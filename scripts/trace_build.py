@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .columns import int_args
 from .oprows import (MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, pieces,
-                     taken, trace_order)
+                     taken, trace_order_in_pieces)
 from .parse import TraceError, read_trace
 from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, GPU_ACTIVITY_KINDS, KEPT_ARGS,
                           KIND_BY_CATEGORY, LAUNCH_KINDS, PROFILER_FLAGS, Event, Instant, Skipped,
@@ -342,9 +342,10 @@ class _Builder:
             ts = array("d", map(sub, ts, repeat(origin)))
             columns = self.columns.get(kind)
             if columns is not None and not in_trace_order(ts, dur):
-                order, ts = trace_order(ts, dur)
+                order, ts, parts = trace_order_in_pieces(ts, dur)
                 ts = ts if isinstance(ts, array) else array("d", ts)
-                parts = pieces(order)  # as a rule a few hundred: every column taken in slices
+                if parts is False:  # as a rule a few hundred: every column taken in slices
+                    parts = pieces(order)
                 dur = taken(dur, order, parts)
                 columns.reorder(order, parts)
                 del order, parts

@@ -10,7 +10,7 @@ from operator import add
 
 import pytest
 
-from scripts import analysis, intervals, oprows
+from scripts import analysis, intervals, oprows, orders
 from scripts.analysis import (
     LaunchedWork,
     facts,
@@ -270,10 +270,11 @@ def test_interval_unions_and_coverage_match_a_plain_sweep(monkeypatch):
             assert tuple(map(list, intervals.union_of_spans(begins, durations))) == \
                 plain_union(begins, list(map(add, begins, durations)))
         # Merged runs in order, or sorted where more than sorted_values' limit (made small here).
-        monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([1, 2, 64]))
-        monkeypatch.setattr(oprows, "_CHUNK", rng.choice([1, 3, 1 << 16]))
-        monkeypatch.setattr(oprows, "_SAMPLE", rng.choice([1, 2, 64]))
-        monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, 1 << 18]))  # -1: never one sort
+        monkeypatch.setattr(orders, "_MERGED_RUNS", rng.choice([1, 2, 64]))
+        monkeypatch.setattr(orders, "_CHUNK", rng.choice([1, 3, 1 << 16]))
+        monkeypatch.setattr(orders, "_SAMPLE", rng.choice([1, 2, 64]))
+        monkeypatch.setattr(orders, "SMALL", rng.choice([-1, -1, 1 << 18]))  # -1: never one sort
+        monkeypatch.setattr(orders, "_FEW_BLOCKS", rng.choice([1, 4, 1 << 30]))  # 1: by blocks
         runs = [v for _ in range(rng.randint(1, 4))
                 for v in sorted(rng.sample(starts, len(starts) // 2))]
         assert list(intervals.sorted_values(runs)) == sorted(runs)

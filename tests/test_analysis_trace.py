@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import oprows, tracetext
+from scripts import oprows, orders, tracetext
 from scripts.analysis import TIMES_ONLY_KINDS, facts
 from scripts.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
@@ -134,22 +134,24 @@ def test_events_are_in_trace_order_parents_first():
 
 
 def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
-    """oprows' orders merge the runs already in order, in arrays, instead of sorting all rows:
+    """scripts.orders merges the runs already in order, in arrays, instead of sorting all rows:
     held against the sort they replace, on rows in a few runs (one per thread or flush), in many
-    (a sort, by chunks merged), interleaved finely, cut into ranges of one key or of many, with
-    ties and NaN."""
+    (a sort, by chunks merged), interleaved finely or in blocks (merged a block at a time), cut
+    into ranges of one key or of many, with ties (-0.0 and 0.0 among them) and NaN."""
     rng = random.Random(7)
-    limit, chunk, small = oprows._MERGED_RUNS, oprows._CHUNK, oprows.SMALL
+    limit, chunk, small = orders._MERGED_RUNS, orders._CHUNK, orders.SMALL
     for _ in range(4000):
         # A small limit of runs: the way of sorted chunks.
-        monkeypatch.setattr(oprows, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
-        monkeypatch.setattr(oprows, "_CHUNK", rng.choice([chunk, 1, 3, 8]))  # a sort by chunks
+        monkeypatch.setattr(orders, "_MERGED_RUNS", rng.choice([limit, limit, 0, 1, 2]))
+        monkeypatch.setattr(orders, "_CHUNK", rng.choice([chunk, 1, 3, 8]))  # a sort by chunks
         # keys read to cut the merge into ranges: every one, or few (ranges of many keys)
-        monkeypatch.setattr(oprows, "_SAMPLE", rng.choice([1, 2, 3, 64]))
-        # below oprows.SMALL rows, one sort: made -1 most of the time, so that merges run
-        monkeypatch.setattr(oprows, "SMALL", rng.choice([-1, -1, -1, small]))
+        monkeypatch.setattr(orders, "_SAMPLE", rng.choice([1, 2, 3, 64]))
+        # below orders.SMALL rows, one sort: made -1 most of the time, so that merges run
+        monkeypatch.setattr(orders, "SMALL", rng.choice([-1, -1, -1, small]))
+        # Runs merged a block at a time (1: always), by ranges of keys (a block is too many).
+        monkeypatch.setattr(orders, "_FEW_BLOCKS", rng.choice([1, 1, 4, 1 << 30]))
         n = rng.randint(0, 80)
-        values = [float(rng.randint(0, 25)) for _ in range(n)]
+        values = [rng.choice([float(rng.randint(0, 25)), -0.0]) for _ in range(n)]
         cuts = sorted(rng.sample(range(n + 1), min(rng.choice([1, 2, 5, n + 1]), n + 1)))
         ts = [v for a, b in zip([0, *cuts], [*cuts, n]) for v in sorted(values[a:b])]
         if ts and rng.random() < 0.05:
@@ -157,13 +159,20 @@ def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
         dur = [float(rng.randint(0, 3)) for _ in range(n)]
         ts, dur = array("d", ts), array("d", dur)
         by_sort = sorted(range(n), key=ts.__getitem__)
-        order, keys = oprows.stable_order(ts)
+        order, keys = orders.stable_order(ts)
         assert list(order) == by_sort
         assert list(map(repr, keys)) == [repr(ts[i]) for i in by_sort]
-        oprows.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
+        orders.longest_first_at_equal_starts(by_sort, list(map(ts.__getitem__, by_sort)),
                                              dur.__getitem__)
-        order, starts = oprows.trace_order(ts, dur)
-        assert list(order) == by_sort and list(map(repr, starts)) == [repr(ts[i]) for i in by_sort]
+        order, starts = orders.trace_order(ts, dur)
+        # The pieces that the merge found, where it did: the order's rows, run by run.
+        for found, parts in (orders.stable_order_in_pieces(ts)[::2],
+                             orders.trace_order_in_pieces(ts, dur)[::2]):
+            assert parts is False or [row for a, b in parts for row in range(a, b)] == list(found)
+        # (Its starts are the stable order's: -0.0 and 0.0, reordered longest first, keep
+        # their places there.)
+        same = (lambda v: repr(v + 0.0)) if any(math.copysign(1.0, v) < 0 for v in ts) else repr
+        assert list(order) == by_sort and list(map(same, starts)) == [same(ts[i]) for i in by_sort]
 
 
 def test_coded_columns_read_as_the_lists_they_replace():
@@ -193,14 +202,37 @@ def test_coded_columns_read_as_the_lists_they_replace():
         assert list(coded.take(some)) == [plain[i] for i in some] and list(coded) == plain
 
 
+def test_coded_columns_extended_by_columns_are_those_extended_by_values():
+    """Coded.extend_coded (another column's codes translated) reads as `extend` of its values,
+    through each widening, with tables that share some values or none, equal ones of other
+    types (1, 1.0, True: one value) among them."""
+    rng = random.Random(17)
+    for _ in range(60):
+        coded, by_values = oprows.Coded(), oprows.Coded()
+        for _ in range(rng.randint(1, 6)):
+            spread = rng.choice([2, 40, 300, 70_000])
+            offset = rng.choice([0, 5, 1000])
+            items = [rng.choice([offset + rng.randrange(spread), 1, 1.0, True])
+                     for _ in range(rng.randint(0, 3000))]
+            other = oprows.Coded()
+            other.extend(items)
+            coded.extend_coded(other)
+            by_values.extend(items)
+            assert list(coded) == list(by_values) and list(map(type, coded)) == list(
+                map(type, by_values)) and coded.codes.itemsize == by_values.codes.itemsize
+            assert list(other) == items  # not changed
+
+
 def test_columns_taken_in_pieces_are_those_taken_row_by_row(monkeypatch):
     """oprows.taken takes an order of a few runs of consecutive rows (a merge of a file's runs)
     as slices (`pieces`): held against the values taken one by one, for each kind of column,
     for orders of few pieces, of many (taken row by row), with rows repeated or counted from
-    the end, and given as an iterator; and Coded's pairs widen their codes as `extend` does."""
+    the end, and given as an iterator, taken a chunk of rows at a time (one row a chunk, or a
+    few); and Coded's pairs widen their codes as `extend` does."""
     rng = random.Random(5)
     for _ in range(600):
         monkeypatch.setattr(oprows, "_FEW_PIECES", rng.choice([1, 2, 8, 100]))
+        monkeypatch.setattr(oprows, "_CHUNK", rng.choice([1, 2, 7, 1 << 16]))  # rows a getter
         n = rng.randint(0, 60)
         order = []
         while len(order) < n:
@@ -224,6 +256,10 @@ def test_columns_taken_in_pieces_are_those_taken_row_by_row(monkeypatch):
                 assert type(found) is type(column) and list(found) == expected
                 if isinstance(column, array):
                     assert found.typecode == column.typecode
+        for found in (oprows.taken_all(columns, order), oprows.taken_all(columns, order, parts),
+                      oprows.taken_all(columns, iter(order), None)):
+            assert [list(values) for values in found] == [[column[i] for i in order]
+                                                          for column in columns]
         coded, pairs, plain = oprows.Coded(), oprows.Coded(), []
         for _ in range(rng.randint(1, 4)):
             firsts = [rng.randrange(rng.choice([2, 40])) for _ in range(rng.randint(0, 400))]

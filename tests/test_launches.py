@@ -77,7 +77,13 @@ def random_trace(rng: random.Random) -> dict:
     return {"traceEvents": events}
 
 
-def test_random_launch_calls_from_columns_and_events(tmp_path):
+@pytest.mark.parametrize("dense", [4, 0], ids=["by-table", "by-bisection"])
+def test_random_launch_calls_from_columns_and_events(tmp_path, monkeypatch, dense):
+    """The calls' rows by id, looked up in a table of rows by id or by bisection of the
+    sorted ids (ids that span many values), are the Events' calls."""
+    import scripts.launches
+
+    monkeypatch.setattr(scripts.launches, "_DENSE", dense)
     rng = random.Random(5)
     for trial in range(150):
         data = random_trace(rng)
@@ -91,6 +97,7 @@ def test_random_launch_calls_from_columns_and_events(tmp_path):
         for skipped in (LAUNCH_KINDS, COLUMN_KINDS):
             lean = load_trace(path, skip_kinds=skipped)
             assert (activities_of(lean), calls_of(lean)) == expected
+
 
 def test_streams_by_start_from_the_table_order_are_those_of_a_sort(monkeypatch):
     """The index takes each stream's activities in order of start from the activity table's
@@ -137,3 +144,39 @@ def test_host_work_is_the_union_of_every_op_and_call(tmp_path):
         for trace in (full, load_trace(path, skip_kinds=COLUMN_KINDS)):
             starts, ends = _host_work(trace)
             assert list(zip(starts, ends)) == expected
+
+
+def test_idle_before_each_activity_is_that_of_a_loop_over_its_gpu(tmp_path):
+    """The index's idle time before each activity, by cause, taken a column at a time, is the
+    plain loop's: each GPU's activities by start (a stable sort of the placing order), the
+    running maximum of the ends before each, the gap split at the end of its launch call."""
+    from scripts.analysis_index import TraceIndex
+
+    rng = random.Random(21)
+    for trial in range(150):
+        data = random_trace(rng)
+        path = tmp_path / f"t{trial}.json"
+        path.write_text(json.dumps(data))
+        for trace in (build_trace(data), load_trace(path, skip_kinds=COLUMN_KINDS)):
+            if not trace.has_gpu_activity:
+                continue
+            index = TraceIndex(trace)
+            calls = index.calls
+            expected = [[0.0] * len(index.starts) for _ in range(3)]  # host wait, queued, other
+            for device in set(index.device_of):
+                rows = sorted((i for i, d in enumerate(index.device_of) if d == device),
+                              key=index.starts.__getitem__)
+                launch = index.launches[rows[0]]
+                free_at = index.starts[rows[0]] if launch < 0 else min(calls.ts[launch],
+                                                                        index.starts[rows[0]])
+                for i in rows:
+                    gap = max(index.starts[i] - free_at, 0.0)
+                    launch = index.launches[i]
+                    if gap and launch < 0:
+                        expected[2][i] = gap
+                    elif gap:
+                        host = min(max(calls.ts[launch] + calls.dur[launch] - free_at, 0.0), gap)
+                        expected[0][i], expected[1][i] = host, gap - host
+                    free_at = max(free_at, index.ends[i])
+            assert [list(index.idle_host_wait), list(index.idle_queued),
+                    list(index.idle_other)] == expected
