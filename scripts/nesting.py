@@ -94,10 +94,19 @@ class _Nesting:
             rows = range(len(threads))
             ends = end if end is not None else array("d", map(add, ts, dur))
         else:
-            code = threads._code.get(thread) if isinstance(threads, Coded) else None
-            # Coded: its codes compared with one int (not each row's tuple with the thread)
-            mine = (bytes(map(thread.__eq__, threads)) if code is None else
-                    bytes(map(code.__eq__, threads.codes)))
+            coded = isinstance(threads, Coded)
+            code = threads._code.get(thread) if coded else None
+            if coded and code is None:  # not in its table: no row (no pass over the column)
+                self._threads[thread] = None
+                return None
+            # Coded: its codes compared with one int (not each row's tuple with the thread);
+            # codes of a byte, translated at once (a table of 256), not compared one by one
+            if code is None:
+                mine = bytes(map(thread.__eq__, threads))
+            elif threads.codes.typecode == "B":
+                mine = bytes(threads.codes).translate(bytes(map(code.__eq__, range(256))))
+            else:
+                mine = bytes(map(code.__eq__, threads.codes))
             # Arrays: a trace may have millions of rows (4 or 8 bytes a value, not an object).
             rows = array(_index(threads), compress(range(len(threads)), mine))
             ends = array("d", compress(end, mine) if end is not None else
@@ -206,6 +215,7 @@ def _running_at(found: _Thread, t: float) -> int:
 
 
 _BLOCK = 32  # rows a block of _Ends
+_FEW_KEYS = 32  # the most values of a Coded column that `_rows_by` reads a value at a time
 
 
 class _Ends:
@@ -261,9 +271,14 @@ def _index(rows) -> str:
 
 
 def _rows_by(keys) -> dict:
-    """key -> the positions that hold it, in order."""
-    rows: dict = {}
+    """key -> the positions that hold it, in order. Of a Coded column of few values, a pass
+    over its codes for each (C loops, not a line of Python a position)."""
     index = _index(keys)
+    if isinstance(keys, Coded) and len(keys.values) <= _FEW_KEYS:
+        return {keys.values[code]: array(index, compress(range(len(keys)),
+                                                         map(code.__eq__, keys.codes)))
+                for code in set(keys.codes)}
+    rows: dict = {}
     for i, key in enumerate(keys):
         found = rows.get(key)
         if found is None:

@@ -36,7 +36,7 @@ from .analysis import rounded, short_name
 from .launches import activity_table, launch_table
 from .nesting import _index, _Nesting
 from .oprows import (_NO_SEQUENCE, OP_ARG_KINDS, Coded, OpRows, Sequences,  # noqa: F401
-                     op_rows)  # (OP_ARG_KINDS: load_trace's)
+                     op_rows, pieces)  # (OP_ARG_KINDS: load_trace's)
 from .trace import Event, Trace, Window
 TOP_SHAPES = 15
 TOP_SOURCES = 10
@@ -357,8 +357,9 @@ def _launched(trace: Trace, window: Window) -> _Items:
         chosen = array(chosen.typecode, compress(chosen, inside))
         at = array("d", compress(at, inside))
     items = _Items()
-    items.names = activities.names.take(chosen)  # coded: a byte or two an item, not 8
-    items.kinds = activities.kinds.take(chosen)
+    parts = pieces(chosen)  # the same order for both: its runs found once
+    items.names = activities.names.take(chosen, parts)  # coded: a byte or two an item, not 8
+    items.kinds = activities.kinds.take(chosen, parts)
     items.times = array("d", map(activities.dur.__getitem__, chosen))
     items.threads = calls.threads.take(map(rows.__getitem__, chosen))
     items.ts = at
