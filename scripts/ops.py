@@ -303,7 +303,8 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
             points = linked
             pending = array(_index(items), compress(range(len(items)),
                                                     map(ge, linked, repeat(0))))
-            threads = list(map(ops.threads.__getitem__, map(linked.__getitem__, pending)))
+            threads = _threads_at(ops.threads, array(linked.typecode,
+                                                     map(linked.__getitem__, pending)))
             at = array("d", map(ops.ts.__getitem__, map(linked.__getitem__, pending)))
             for i, mine in zip(pending, frames.innermost_marked_all(threads, at)[1]):
                 innermost[i] = mine
@@ -337,6 +338,14 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
         frame=None if frame is None else short_frame(frame),
         stack=stack,
     ) for ((name, kind, frame), (count, time, members, _)), stack in zip(ranked, stacks)]
+
+
+def _threads_at(threads: list[tuple] | Coded, rows: array) -> list[tuple] | Coded:
+    """The threads of `rows`: of a Coded column its codes (grouped by a pass over them each,
+    `_Nesting`), not a tuple looked up a row."""
+    if isinstance(threads, Coded):
+        return threads.take(rows, None)
+    return list(map(threads.__getitem__, rows))
 
 
 def _point(ops: OpRows | None, items: _Items, points: array | None, i: int) -> tuple:
@@ -395,7 +404,7 @@ def _commonest_op(ops: OpRows | None, nesting: _Nesting | None, items: _Items,
     equally many), None without any: asked only of the groups shown."""
     if nesting is None:
         return None
-    innermost = nesting.innermost_all(list(map(items.threads.__getitem__, members)),
+    innermost = nesting.innermost_all(_threads_at(items.threads, members),
                                       array("d", map(items.ts.__getitem__, members)))
     counts: dict[str, int] = {}
     for op in innermost:
