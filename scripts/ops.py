@@ -36,7 +36,7 @@ from .analysis import rounded, short_name
 from .launches import activity_table, launch_table
 from .nesting import _index, _Nesting
 from .oprows import (_NO_SEQUENCE, OP_ARG_KINDS, Coded, OpRows, Sequences,  # noqa: F401
-                     op_rows, pieces)  # (OP_ARG_KINDS: load_trace's)
+                     op_rows, pieces, taken)  # (OP_ARG_KINDS: load_trace's)
 from .trace import Event, Trace, Window
 TOP_SHAPES = 15
 TOP_SOURCES = 10
@@ -360,17 +360,20 @@ def _launched(trace: Trace, window: Window) -> _Items:
     calls, activities = launch_table(trace), activity_table(trace)
     rows = activities.launch_rows(calls)
     chosen = array(_index(rows), compress(range(len(rows)), map(ge, rows, repeat(0))))
-    at = array("d", map(calls.ts.__getitem__, map(rows.__getitem__, chosen)))
+    parts = pieces(chosen)  # the runs of the order found once, for each column taken by it
+    launches = taken(rows, chosen, parts)
+    at = array("d", map(calls.ts.__getitem__, launches))
     inside = bytes(map(and_, map(le, repeat(window.start), at), map(lt, at, repeat(window.end))))
     if not all(inside):
         chosen = array(chosen.typecode, compress(chosen, inside))
+        launches = array(launches.typecode, compress(launches, inside))
         at = array("d", compress(at, inside))
+        parts = pieces(chosen)
     items = _Items()
-    parts = pieces(chosen)  # the same order for both: its runs found once
     items.names = activities.names.take(chosen, parts)  # coded: a byte or two an item, not 8
     items.kinds = activities.kinds.take(chosen, parts)
-    items.times = array("d", map(activities.dur.__getitem__, chosen))
-    items.threads = calls.threads.take(map(rows.__getitem__, chosen))
+    items.times = taken(activities.dur, chosen, parts)
+    items.threads = calls.threads.take(launches, None)
     items.ts = at
     return items
 
