@@ -24,7 +24,7 @@ def _parent(thread: _Thread, row: int) -> int:
     had not ended when it started. Up the parents of the row before it while they are known
     (the rows they pass over ended before that row started, so before this one); at one not
     known, by the rows' ends."""
-    start, ends, parents = thread.start(row), thread.ends, thread.parents
+    start, ends, parents = thread.starts[row], thread.ends, thread.parents
     k = row - 1
     while k >= 0 and ends[k] < start:
         above = parents[k]
@@ -43,11 +43,10 @@ class _Thread:
     without a key called at each step: the column itself where the thread has every row, else
     a copy (8 bytes a row, made with the ends at C speed; freed with the nesting)."""
 
-    __slots__ = ("rows", "ends", "parents", "nearest", "earliest", "by_end", "start",
-                 "last_opened")
+    __slots__ = ("rows", "starts", "ends", "parents", "nearest", "earliest", "by_end")
 
     def __init__(self, starts, rows, ends, marked: bool):
-        self.rows, self.ends = rows, ends
+        self.rows, self.starts, self.ends = rows, starts, ends
         count = len(rows)
         index = _index(range(count))
         self.parents = array(index, [_UNKNOWN]) * count
@@ -56,8 +55,6 @@ class _Thread:
             self.nearest = array(index, [_UNKNOWN]) * count
             self.earliest = array("d", bytes(8 * count))  # read only where `nearest` is known
         self.by_end = cache(partial(_Ends, ends))
-        self.start = starts.__getitem__
-        self.last_opened = lambda t: bisect_right(starts, t) - 1
 
 
 class _Nesting:
@@ -120,7 +117,7 @@ class _Nesting:
         if found is None:
             return
         rows, ends, parents = found.rows, found.ends, found.parents
-        at = found.last_opened(t)
+        at = bisect_right(found.starts, t) - 1  # the last row opened by t
         while at >= 0:
             if ends[at] >= t:
                 yield rows[at]
@@ -205,7 +202,7 @@ def _running_at(found: _Thread, t: float) -> int:
     """The position in a thread's columns (`_Nesting._thread`) of the innermost row running at
     `t` (-1: none): the last row opened by then, up its parents past those that had ended."""
     ends, parents = found.ends, found.parents
-    at = found.last_opened(t)
+    at = bisect_right(found.starts, t) - 1  # the last row opened by t
     while at >= 0 and ends[at] < t:  # rows that ended before t: not running
         parent = parents[at]
         at = parent if parent != _UNKNOWN else _parent(found, at)
