@@ -24,7 +24,7 @@ def _parent(thread: _Thread, row: int) -> int:
     had not ended when it started. Up the parents of the row before it while they are known
     (the rows they pass over ended before that row started, so before this one); at one not
     known, by the rows' ends."""
-    start, ends, parents = thread.start(row), thread.ends, thread.parents
+    start, ends, parents = thread.starts[row], thread.ends, thread.parents
     k = row - 1
     while k >= 0 and ends[k] < start:
         above = parents[k]
@@ -39,14 +39,14 @@ def _parent(thread: _Thread, row: int) -> int:
 class _Thread:
     """The rows of one thread (row numbers, or a range where the thread has them all), their
     ends and parents, and for `innermost_marked` each row's innermost marked row up its parents
-    and the earliest end among them. Their starts are not copied: read by row number (a
-    thread's starts are in order, rows in trace order), a search over the rows by them."""
+    and the earliest end among them; its starts (in order, rows in trace order), searched
+    without a key called at each step: the column itself where the thread has every row, else
+    a copy (8 bytes a row, made with the ends at C speed; freed with the nesting)."""
 
-    __slots__ = ("rows", "ends", "parents", "nearest", "earliest", "by_end", "start",
-                 "last_opened")
+    __slots__ = ("rows", "starts", "ends", "parents", "nearest", "earliest", "by_end")
 
-    def __init__(self, ts, rows, ends, marked: bool):
-        self.rows, self.ends = rows, ends
+    def __init__(self, starts, rows, ends, marked: bool):
+        self.rows, self.starts, self.ends = rows, starts, ends
         count = len(rows)
         index = _index(range(count))
         self.parents = array(index, [_UNKNOWN]) * count
@@ -55,12 +55,6 @@ class _Thread:
             self.nearest = array(index, [_UNKNOWN]) * count
             self.earliest = array("d", bytes(8 * count))  # read only where `nearest` is known
         self.by_end = cache(partial(_Ends, ends))
-        if isinstance(rows, range):
-            self.start = ts.__getitem__
-            self.last_opened = lambda t: bisect_right(ts, t) - 1
-        else:
-            self.start = lambda at: ts[rows[at]]
-            self.last_opened = lambda t: bisect_right(rows, t, key=ts.__getitem__) - 1
 
 
 class _Nesting:
@@ -91,19 +85,29 @@ class _Nesting:
             return found
         threads, ts, end, dur = self.all_threads, self.ts, self.end, self.dur
         if threads and threads[0] == thread and threads.count(thread) == len(threads):
-            rows = range(len(threads))
+            rows, starts = range(len(threads)), ts
             ends = end if end is not None else array("d", map(add, ts, dur))
         else:
-            code = threads._code.get(thread) if isinstance(threads, Coded) else None
-            # Coded: its codes compared with one int (not each row's tuple with the thread)
-            mine = (bytes(map(thread.__eq__, threads)) if code is None else
-                    bytes(map(code.__eq__, threads.codes)))
+            coded = isinstance(threads, Coded)
+            code = threads._code.get(thread) if coded else None
+            if coded and code is None:  # not in its table: no row (no pass over the column)
+                self._threads[thread] = None
+                return None
+            # Coded: its codes compared with one int (not each row's tuple with the thread);
+            # codes of a byte, translated at once (a table of 256), not compared one by one
+            if code is None:
+                mine = bytes(map(thread.__eq__, threads))
+            elif threads.codes.typecode == "B":
+                mine = bytes(threads.codes).translate(bytes(map(code.__eq__, range(256))))
+            else:
+                mine = bytes(map(code.__eq__, threads.codes))
             # Arrays: a trace may have millions of rows (4 or 8 bytes a value, not an object).
             rows = array(_index(threads), compress(range(len(threads)), mine))
+            starts = array("d", compress(ts, mine))
             ends = array("d", compress(end, mine) if end is not None else
-                         map(add, compress(ts, mine), compress(dur, mine)))
+                         map(add, starts, compress(dur, mine)))
             del mine
-        found = self._threads[thread] = (_Thread(ts, rows, ends, self.marked is not None)
+        found = self._threads[thread] = (_Thread(starts, rows, ends, self.marked is not None)
                                          if rows else None)
         return found
 
@@ -113,7 +117,7 @@ class _Nesting:
         if found is None:
             return
         rows, ends, parents = found.rows, found.ends, found.parents
-        at = found.last_opened(t)
+        at = bisect_right(found.starts, t) - 1  # the last row opened by t
         while at >= 0:
             if ends[at] >= t:
                 yield rows[at]
@@ -198,7 +202,7 @@ def _running_at(found: _Thread, t: float) -> int:
     """The position in a thread's columns (`_Nesting._thread`) of the innermost row running at
     `t` (-1: none): the last row opened by then, up its parents past those that had ended."""
     ends, parents = found.ends, found.parents
-    at = found.last_opened(t)
+    at = bisect_right(found.starts, t) - 1  # the last row opened by t
     while at >= 0 and ends[at] < t:  # rows that ended before t: not running
         parent = parents[at]
         at = parent if parent != _UNKNOWN else _parent(found, at)
@@ -206,6 +210,7 @@ def _running_at(found: _Thread, t: float) -> int:
 
 
 _BLOCK = 32  # rows a block of _Ends
+_FEW_KEYS = 32  # the most values of a Coded column that `_rows_by` reads a value at a time
 
 
 class _Ends:
@@ -261,9 +266,14 @@ def _index(rows) -> str:
 
 
 def _rows_by(keys) -> dict:
-    """key -> the positions that hold it, in order."""
-    rows: dict = {}
+    """key -> the positions that hold it, in order. Of a Coded column of few values, a pass
+    over its codes for each (C loops, not a line of Python a position)."""
     index = _index(keys)
+    if isinstance(keys, Coded) and len(keys.values) <= _FEW_KEYS:
+        return {keys.values[code]: array(index, compress(range(len(keys)),
+                                                         map(code.__eq__, keys.codes)))
+                for code in set(keys.codes)}
+    rows: dict = {}
     for i, key in enumerate(keys):
         found = rows.get(key)
         if found is None:

@@ -36,7 +36,7 @@ from .analysis import rounded, short_name
 from .launches import activity_table, launch_table
 from .nesting import _index, _Nesting
 from .oprows import (_NO_SEQUENCE, OP_ARG_KINDS, Coded, OpRows, Sequences,  # noqa: F401
-                     op_rows)  # (OP_ARG_KINDS: load_trace's)
+                     op_rows, pieces, taken)  # (OP_ARG_KINDS: load_trace's)
 from .trace import Event, Trace, Window
 TOP_SHAPES = 15
 TOP_SOURCES = 10
@@ -303,7 +303,8 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
             points = linked
             pending = array(_index(items), compress(range(len(items)),
                                                     map(ge, linked, repeat(0))))
-            threads = list(map(ops.threads.__getitem__, map(linked.__getitem__, pending)))
+            threads = _threads_at(ops.threads, array(linked.typecode,
+                                                     map(linked.__getitem__, pending)))
             at = array("d", map(ops.ts.__getitem__, map(linked.__getitem__, pending)))
             for i, mine in zip(pending, frames.innermost_marked_all(threads, at)[1]):
                 innermost[i] = mine
@@ -339,6 +340,14 @@ def _source_facts(trace: Trace, ops: OpRows | None, python: OpRows, window: Wind
     ) for ((name, kind, frame), (count, time, members, _)), stack in zip(ranked, stacks)]
 
 
+def _threads_at(threads: list[tuple] | Coded, rows: array) -> list[tuple] | Coded:
+    """The threads of `rows`: of a Coded column its codes (grouped by a pass over them each,
+    `_Nesting`), not a tuple looked up a row."""
+    if isinstance(threads, Coded):
+        return threads.take(rows, None)
+    return list(map(threads.__getitem__, rows))
+
+
 def _point(ops: OpRows | None, items: _Items, points: array | None, i: int) -> tuple:
     """The (thread, time) where the frames of item i are read (see `_source_facts`)."""
     row = -1 if points is None else points[i]
@@ -351,16 +360,20 @@ def _launched(trace: Trace, window: Window) -> _Items:
     calls, activities = launch_table(trace), activity_table(trace)
     rows = activities.launch_rows(calls)
     chosen = array(_index(rows), compress(range(len(rows)), map(ge, rows, repeat(0))))
-    at = array("d", map(calls.ts.__getitem__, map(rows.__getitem__, chosen)))
+    parts = pieces(chosen)  # the runs of the order found once, for each column taken by it
+    launches = taken(rows, chosen, parts)
+    at = array("d", map(calls.ts.__getitem__, launches))
     inside = bytes(map(and_, map(le, repeat(window.start), at), map(lt, at, repeat(window.end))))
     if not all(inside):
         chosen = array(chosen.typecode, compress(chosen, inside))
+        launches = array(launches.typecode, compress(launches, inside))
         at = array("d", compress(at, inside))
+        parts = pieces(chosen)
     items = _Items()
-    items.names = activities.names.take(chosen)  # coded: a byte or two an item, not 8
-    items.kinds = activities.kinds.take(chosen)
-    items.times = array("d", map(activities.dur.__getitem__, chosen))
-    items.threads = calls.threads.take(map(rows.__getitem__, chosen))
+    items.names = activities.names.take(chosen, parts)  # coded: a byte or two an item, not 8
+    items.kinds = activities.kinds.take(chosen, parts)
+    items.times = taken(activities.dur, chosen, parts)
+    items.threads = calls.threads.take(launches, None)
     items.ts = at
     return items
 
@@ -394,7 +407,7 @@ def _commonest_op(ops: OpRows | None, nesting: _Nesting | None, items: _Items,
     equally many), None without any: asked only of the groups shown."""
     if nesting is None:
         return None
-    innermost = nesting.innermost_all(list(map(items.threads.__getitem__, members)),
+    innermost = nesting.innermost_all(_threads_at(items.threads, members),
                                       array("d", map(items.ts.__getitem__, members)))
     counts: dict[str, int] = {}
     for op in innermost:

@@ -115,13 +115,16 @@ def test_enclosing_events_are_those_running_on_the_thread():
                             dur=array("d", [e.end - e.ts for e in events]))
     for asked in (nesting, _Nesting([e.ts for e in events], [e.end for e in events],
                                     [(e.pid, e.tid) for e in events], marked), from_columns):
-        threads, times = [thread for thread, _ in queries], [t for _, t in queries]
-        some, mine = asked.innermost_marked_all(threads, times)
-        innermost = asked.innermost_all(threads, times)
-        for k, found in enumerate(running):
-            rows = [row_of[id(e)] for e in found]
-            assert some[k] == bool(rows) and innermost[k] == (rows[-1] if rows else -1)
-            assert mine[k] == next((row for row in reversed(rows) if marked[row]), -1)
+        times = [t for _, t in queries]
+        coded = Coded()  # the queries' threads coded too, as the launches' are
+        coded.extend([thread for thread, _ in queries])
+        for threads in ([thread for thread, _ in queries], coded):
+            some, mine = asked.innermost_marked_all(threads, times)
+            innermost = asked.innermost_all(threads, times)
+            for k, found in enumerate(running):
+                rows = [row_of[id(e)] for e in found]
+                assert some[k] == bool(rows) and innermost[k] == (rows[-1] if rows else -1)
+                assert mine[k] == next((row for row in reversed(rows) if marked[row]), -1)
     # One thread's rows alone (its columns read as they are, not picked out of others').
     alone = [e for e in events if e.tid == 1]
     one = _Nesting(array("d", [e.ts for e in alone]), None, [(1, 1)] * len(alone),
