@@ -17,7 +17,7 @@ from collections import deque
 from itertools import compress, islice, repeat
 from operator import and_, attrgetter, ge, lt, ne, not_, sub
 
-from .oprows import (NO_ID, Coded, _add_ids, pieces, stable_order, taken,
+from .oprows import (NO_ID, Coded, _add_ids, _moved, pieces, stable_order, taken_all,
                      trace_order_in_pieces)
 from .trace_model import GPU_ACTIVITY_KINDS, LAUNCH_KINDS, Trace
 
@@ -210,11 +210,8 @@ class ActivityTable:
     def _reorder(self, order, parts) -> None:
         if parts is False:  # the kinds' runs merged: as a rule a few hundred slices
             parts = pieces(order)
-        self.ts, self.dur = taken(self.ts, order, parts), taken(self.dur, order, parts)
-        self.ids = taken(self.ids, order, parts)
-        if self.other:
-            moved = {row: new for new, row in enumerate(order) if row in self.other}
-            self.other = {new: self.other[row] for row, new in moved.items()}
+        self.ts, self.dur, self.ids = taken_all([self.ts, self.dur, self.ids], order, parts)
+        self.other = _moved(self.other, order)
         for column in (self.names, self.kinds, self.device_of, self.stream_of):
             column.reorder(order, parts)
 
