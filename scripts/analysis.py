@@ -63,7 +63,7 @@ def _check_loaded(trace: Trace) -> None:
 def _facts(trace: Trace, step, window, top) -> TraceFacts:
     _check_loaded(trace)
     index = TraceIndex(trace)
-    focus = _focus_window(trace, step, window)
+    focus = focus_window(trace, step, window)
     steps = [Window(s.ts, s.end, s.name) for s in trace.steps]
     notes = _notes(trace, index)
     return TraceFacts(
@@ -106,7 +106,9 @@ def steady_step(trace: Trace) -> int | None:
     return ranked[(len(ranked) - 1) // 2]
 
 
-def _focus_window(trace: Trace, step, window) -> Window:
+def focus_window(trace: Trace, step: int | None = None,
+                 window: Window | tuple[float, float] | None = None) -> Window:
+    """The window that `facts(trace, step, window)` describes."""
     if isinstance(window, Window):
         return window
     if step is not None or window is not None:

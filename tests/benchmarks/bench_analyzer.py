@@ -13,7 +13,9 @@ idle time breakdown and kernel launch statistics, the facts we report too. Where
 installed, a "read only" row times reading alone (decompress, decode every event, analyse
 nothing): the floor under an analyzer that decodes the whole file with msgspec in one thread,
 so HTA's time over it is the ceiling of the HTA/ours ratio on that trace for such a design. Wall time includes
-interpreter start and imports on both sides; peak memory is the child's maximum resident set.
+interpreter start and imports on both sides; CPU time includes the analyzer's forked child
+(scripts/beside.py); peak memory is the larger of the process's maximum resident set and its
+process tree's summed PSS, sampled every 20 ms (the analyzer and its child together).
 Each side runs once untimed first, with bytecode caching on (as a user's first run leaves it):
 HTA's modules come compiled with its install, ours are compiled by that run, and the file is
 in the page cache for both. The machine's load changes both sides' times: compare ratios, and
@@ -32,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,18 +89,69 @@ def child_env() -> dict[str, str]:
 
 
 def measure(command: list[str], env: dict | None = None) -> Run:
-    """Run a command to completion; its wall time and its own peak resident set size."""
+    """Run a command to completion; its wall time, CPU time (its children's included) and peak
+    memory: the larger of its own peak resident set and its process tree's peak (scripts/beside.py
+    forks a child beside the facts), sampled."""
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              env={**child_env(), **(env or {})})
+    sampler = TreeSampler(child.pid)
+    sampler.start()
     stdout = child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
+    sampler.stop()
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"failed ({child.returncode}): {' '.join(command)}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,  # maxrss: KiB
+    return Run(wall, usage.ru_utime + usage.ru_stime,
+               max(usage.ru_maxrss / 1024, sampler.peak_kib / 1024),  # both KiB
                stdout)
+
+
+class TreeSampler(threading.Thread):
+    """The most memory a process and its descendants held together, sampled every 20 ms: the
+    sum of their proportional set sizes (PSS: each shared page counted once, split between the
+    processes that share it; a forked child's copy-on-write pages are not counted twice). Zero
+    where /proc has no smaps_rollup (off Linux): the process's own peak is then the measure."""
+
+    INTERVAL_S = 0.02
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_kib = pid, 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self.INTERVAL_S):
+            self.peak_kib = max(self.peak_kib, sum(map(_pss_kib, _tree(self.pid))))
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
+def _tree(pid: int) -> list[int]:
+    found = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                for child in children.read().split():
+                    found += _tree(int(child))
+    except OSError:  # gone, or no /proc
+        pass
+    return found
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def largest_trace() -> Path:
