@@ -19,7 +19,14 @@ from scripts.beside import FORK_ENV, Beside, can_fork
 ROOT = Path(__file__).resolve().parents[1]
 STACK_TRACE = ROOT / "traces" / "train_step" / "train_b16_s10_stack.json.gz"
 
-pytestmark = pytest.mark.skipif(not can_fork(), reason="forks only on Linux, with no other thread")
+pytestmark = pytest.mark.skipif(not can_fork(), reason="forks only on Linux, on two cores or more")
+
+
+@pytest.fixture(autouse=True)
+def _alone():
+    """A thread left running by an earlier test would stop every fork here: named, not skipped."""
+    others = [thread.name for thread in threading.enumerate() if thread is not threading.main_thread()]
+    assert not others, f"threads left running by earlier tests: {others}"
 
 
 def _pid_and(value):
