@@ -60,6 +60,7 @@ class TraceIndex:
         self.trace_end = trace.end_us
         self.host_work = _host_work(trace)
         self.host_wait = intersection(self.host_work, _host_waits(trace))
+        self.compute_union: tuple | None = None  # of all the compute activities, once made
 
     def _activities(self, trace: Trace) -> None:
         activities = activity_table(trace)
@@ -318,7 +319,7 @@ def _host_work(trace: Trace) -> tuple[array, array]:
     # and each interval nonempty: it makes no copies of its own).
     starts = sorted_values(starts)
     ends = sorted_values(ends)
-    return union_of_arrays(starts, ends)
+    return union_of_arrays(starts, ends, in_order=True)
 
 
 def _host_waits(trace: Trace) -> Merged:

@@ -49,7 +49,8 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
         cpu_busy_pct=_pct(cpu_work - cpu_wait, window.dur),
         cpu_wait_us=cpu_wait,
         temporal_breakdown=_temporal_breakdown(window.label, starts, ends,
-                                               _is_compute(index, kinds), merged),
+                                               _is_compute(index, kinds), merged,
+                                               index if hi - lo == len(index.starts) else None),
         idle_by_stream=_idle_by_stream(index, window),
         launches=launches,
         activities_by_kind=dict(Counter(index.event_kinds[lo:hi])),
@@ -159,17 +160,25 @@ def _is_compute(index: TraceIndex, codes) -> bytes:
 
 
 def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], compute: bytes,
-                        merged: _Union | None = None) -> TemporalBreakdown | None:
+                        merged: _Union | None = None, whole: TraceIndex | None = None
+                        ) -> TemporalBreakdown | None:
     """HTA's temporal breakdown of the activities with these times, `compute` whether each is of
     that kind (None without any, or when they all take no time); `merged` is their union when
-    the caller has it (then of those it chose, `compute` choosing among them too)."""
+    the caller has it (then of those it chose, `compute` choosing among them too). `whole`: the
+    index, where these are all its activities (the union of the compute ones kept on it: the
+    whole trace's window and HTA's scope, where it keeps them all, ask for the same)."""
     merged = _union_of(starts, ends) if merged is None else merged
     if merged is None or merged.end <= merged.start:
         return None
     span = merged.end - merged.start
     busy = merged.busy
-    compute_starts, compute_ends = union_of_arrays(
-        *((starts, ends) if all(compute) else (kept(starts, compute), kept(ends, compute))))
+    found = None if whole is None else whole.compute_union
+    if found is None:
+        found = union_of_arrays(
+            *((starts, ends) if all(compute) else (kept(starts, compute), kept(ends, compute))))
+        if whole is not None:
+            whole.compute_union = found
+    compute_starts, compute_ends = found
     compute = sum(map(sub, compute_ends, compute_starts))
     idle = span - busy
     return TemporalBreakdown(
@@ -199,21 +208,23 @@ def hta_scope_end(trace: Trace) -> float | None:
 def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
     """The per-trace breakdown over the activities HTA keeps by default (see hta_scope_end)."""
     cut = hta_scope_end(index.trace)
-    if cut is None:
-        return _temporal_breakdown("whole trace", index.starts, index.ends,
+    chosen = None if cut is None else bytes(  # launched before the cut, so placed before it
+        map(and_, map(ge, index.launches, repeat(0)), map(lt, index.placed_times, repeat(cut))))
+    if chosen is None or all(chosen):  # all of them: the whole trace's unions
+        scope = "whole trace" if cut is None else _hta_scope(index)
+        return _temporal_breakdown(scope, index.starts, index.ends,
                                    _is_compute(index, index.kinds.codes),
                                    _union_of_range(index, 0, len(index.starts),
-                                                   index.starts, index.ends))
-    # Kept: launched before the cut, that is placed before it (an activity is placed at its launch).
-    chosen = bytes(map(and_, map(ge, index.launches, repeat(0)),
-                       map(lt, index.placed_times, repeat(cut))))
+                                                   index.starts, index.ends), index)
     # Their union from copies freed once it is made; the compute ones read of the index's columns.
     merged = _union_of(kept(index.starts, chosen), kept(index.ends, chosen))
     compute = bytes(map(and_, chosen, _is_compute(index, index.kinds.codes)))
     del chosen
-    return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
-                               "(HTA drops the last step)", index.starts, index.ends, compute,
-                               merged)
+    return _temporal_breakdown(_hta_scope(index), index.starts, index.ends, compute, merged)
+
+
+def _hta_scope(index: TraceIndex) -> str:
+    return f"launched before {index.trace.steps[-1].name} began (HTA drops the last step)"
 
 
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:

@@ -159,15 +159,17 @@ def _union_in_order(starts: Column, ends_of) -> tuple[array, array]:
     return merged_starts, merged_ends[1:]  # not the first's: no interval before it
 
 
-def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
-    """`union_of_times`, in arrays (a sorted copy of the starts, then of the ends)."""
+def union_of_arrays(starts: Column, ends: Column, in_order: bool = False) -> tuple[array, array]:
+    """`union_of_times`, in arrays (a sorted copy of the starts, then of the ends; `in_order`:
+    the caller sorted each already, not searched for runs again)."""
     if len(starts) <= orders.SMALL:
         return _as_arrays(union_of_times(list(starts), list(ends)))
     starts, ends = _nonempty(starts, ends)
     if not starts:
         return array("d"), array("d")
-    starts = sorted_values(starts)
-    ends = sorted_values(ends)
+    if not in_order:
+        starts = sorted_values(starts)
+        ends = sorted_values(ends)
     # Whether a merged interval ends at E[i] (and the next begins at S[i + 1]): a byte each.
     breaks = bytes(map(lt, ends, islice(starts, 1, None)))
     return (array("d", chain((starts[0],), compress(islice(starts, 1, None), breaks))),
