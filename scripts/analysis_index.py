@@ -114,10 +114,12 @@ class TraceIndex:
         times, codes, durs, keys = array("d"), array("i"), array("d"), Coded()
         # Each stream's activities by start; kept for `_idle_before` (a GPU of one stream, as
         # a rule: the same order, not sorted twice).
-        self._by_stream_start = {}
+        self._by_stream_start, self._all_by_start = {}, None
         for key, on_stream in by_stream.items():
             on_stream = self._by_stream_start[key] = by_start.get(key) or _by_start(on_stream,
                                                                                   starts)
+            # Of one stream, every activity by start (a stable sort): `_launches` reads it too.
+            self._all_by_start = on_stream if len(by_stream) == 1 else None
             previous, current = on_stream[:-1], on_stream[1:]
             previous_ends = taken(ends, previous)
             current_starts, current_launches, placed = taken_all(
@@ -210,13 +212,17 @@ class TraceIndex:
         matched = launched
         if len(firsts) < len(launched):  # calls that started several activities
             # Each call's earliest activity (the first placed of equal starts): written last.
-            order = stable_order(array("d", map(starts.__getitem__, launched)))[0]
             earliest = array("q", [-1]) * len(table)
-            for k in reversed(order):
-                earliest[launches[launched[k]]] = launched[k]
-            del order
+            if len(launched) == len(launches) and self._all_by_start is not None:
+                for i in reversed(self._all_by_start):  # all of them, by start already
+                    earliest[launches[i]] = i
+            else:
+                order = stable_order(array("d", map(starts.__getitem__, launched)))[0]
+                for k in reversed(order):
+                    earliest[launches[launched[k]]] = launched[k]
+                del order
             matched = array("q", map(earliest.__getitem__, map(launches.__getitem__, firsts)))
-        del firsts
+        del firsts, self._all_by_start
         calls = array("q", map(launches.__getitem__, matched))
         parts = pieces(calls)  # the calls in order, as a rule
         self.launch_times, self.call_durs, names = taken_all(

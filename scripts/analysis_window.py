@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import reduce
 from array import array
 from itertools import compress, repeat
-from operator import add, and_, call, ge, lt, ne, sub
+from operator import add, and_, call, ge, lt, sub
 
 from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH_APIS,
                              NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TOP_KERNELS, WIDEST_GAPS,
@@ -22,6 +22,7 @@ from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, H
 from .analysis_index import GAP_CATEGORIES, TraceIndex, kept, where
 from .analysis_text import _ms
 from .intervals import Merged, covered, union_of_arrays
+from .orders import has_nan
 from .trace import Trace, Window
 
 def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNELS) -> WindowFacts:
@@ -134,7 +135,7 @@ def _widest_gaps(index: TraceIndex, lo: int, idle: array, count: int) -> list[Ga
     if not count:
         return []
     rows: range | list = range(lo, lo + len(idle))
-    if not any(map(ne, idle, idle)):  # no NaN: only rows of the count-th widest idle or more
+    if not has_nan(idle):  # only rows of the count-th widest idle or more
         least = heapq.nlargest(count, idle)[-1:]
         rows = list(compress(rows, map(ge, idle, repeat(least[0])))) if least else []
     widest = heapq.nsmallest(count, rows, key=lambda i: (-idle[i - lo], index.starts[i]))
