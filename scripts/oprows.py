@@ -297,8 +297,10 @@ class OpColumns:
         self.threads.extend_pairs(pids, tids)
         if self.devices is not None:
             others = others or [{}] * len(names)
-            self.devices.extend([found.get("device") for found in others])
-            self.streams.extend([found.get("stream") for found in others])
+            one = _one_value(others)  # the args object the rows share, as a rule: read once
+            for column, key in ((self.devices, "device"), (self.streams, "stream")):
+                column.extend([others[0].get(key)] * len(others) if one else
+                              [found.get(key) for found in others])
         if self.correlations is not None:
             _add_ids(self.correlations, self.correlation_other,
                      correlations or [None] * len(names))
