@@ -12,7 +12,7 @@ import re
 from array import array
 from collections import deque
 from bisect import bisect_left
-from itertools import accumulate, compress, islice, repeat
+from itertools import compress, islice, repeat
 from operator import add, eq, ge, gt, le, lt, neg, or_, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
@@ -184,16 +184,25 @@ class TraceIndex:
             starts, ends = taken_all([self.starts, self.ends], members)
             first_launch = self.launches[members[0]]
             origin = starts[0] if first_launch < 0 else min(call_starts[first_launch], starts[0])
-            # Where the GPU's earlier work ended: the running maximum of the ends before each one.
-            frontier = array("d", accumulate(ends[:-1], max, initial=origin))
-            idle = array("d", map(max, map(sub, starts, frontier), repeat(0.0)))
-            for i, gap, free_at in compress(zip(members, idle, frontier), idle):
-                launch = self.launches[i]
-                if launch < 0:
-                    self.idle_other[i] = gap
-                    continue
-                host = min(max(call_starts[launch] + call_durs[launch] - free_at, 0.0), gap)
-                self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
+            launches, host_wait, queued, other = (self.launches, self.idle_host_wait,
+                                                  self.idle_queued, self.idle_other)
+            # One pass (as a rule nearly every activity follows some idle time), with max and min
+            # as the builtins pick, without a call: `free_at`, where the GPU's earlier work ended
+            # (the running maximum of the ends before each one).
+            free_at = origin
+            for i, start, end in zip(members, starts, ends):
+                gap = start - free_at
+                gap = 0.0 if 0.0 > gap else gap
+                if gap:
+                    launch = launches[i]
+                    if launch < 0:
+                        other[i] = gap
+                    else:  # min(max(returned - free_at, 0.0), gap)
+                        host = call_starts[launch] + call_durs[launch] - free_at
+                        host = 0.0 if 0.0 > host else host
+                        host = gap if gap < host else host
+                        host_wait[i], queued[i] = host, gap - host
+                free_at = end if end > free_at else free_at
         del self._by_stream_start
 
     def _launches(self) -> None:
