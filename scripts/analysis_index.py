@@ -12,7 +12,7 @@ import re
 from array import array
 from collections import deque
 from bisect import bisect_left
-from itertools import accumulate, compress, islice, repeat
+from itertools import compress, islice, repeat
 from operator import add, eq, ge, gt, le, lt, neg, or_, sub
 
 from .analysis_facts import HOST_WORK_KINDS, KERNEL_WAIT_US
@@ -60,6 +60,7 @@ class TraceIndex:
         self.trace_end = trace.end_us
         self.host_work = _host_work(trace)
         self.host_wait = intersection(self.host_work, _host_waits(trace))
+        self.compute_union: tuple | None = None  # of all the compute activities, once made
 
     def _activities(self, trace: Trace) -> None:
         activities = activity_table(trace)
@@ -113,10 +114,12 @@ class TraceIndex:
         times, codes, durs, keys = array("d"), array("i"), array("d"), Coded()
         # Each stream's activities by start; kept for `_idle_before` (a GPU of one stream, as
         # a rule: the same order, not sorted twice).
-        self._by_stream_start = {}
+        self._by_stream_start, self._all_by_start = {}, None
         for key, on_stream in by_stream.items():
             on_stream = self._by_stream_start[key] = by_start.get(key) or _by_start(on_stream,
                                                                                   starts)
+            # Of one stream, every activity by start (a stable sort): `_launches` reads it too.
+            self._all_by_start = on_stream if len(by_stream) == 1 else None
             previous, current = on_stream[:-1], on_stream[1:]
             previous_ends = taken(ends, previous)
             current_starts, current_launches, placed = taken_all(
@@ -181,16 +184,25 @@ class TraceIndex:
             starts, ends = taken_all([self.starts, self.ends], members)
             first_launch = self.launches[members[0]]
             origin = starts[0] if first_launch < 0 else min(call_starts[first_launch], starts[0])
-            # Where the GPU's earlier work ended: the running maximum of the ends before each one.
-            frontier = array("d", accumulate(ends[:-1], max, initial=origin))
-            idle = array("d", map(max, map(sub, starts, frontier), repeat(0.0)))
-            for i, gap, free_at in compress(zip(members, idle, frontier), idle):
-                launch = self.launches[i]
-                if launch < 0:
-                    self.idle_other[i] = gap
-                    continue
-                host = min(max(call_starts[launch] + call_durs[launch] - free_at, 0.0), gap)
-                self.idle_host_wait[i], self.idle_queued[i] = host, gap - host
+            launches, host_wait, queued, other = (self.launches, self.idle_host_wait,
+                                                  self.idle_queued, self.idle_other)
+            # One pass (as a rule nearly every activity follows some idle time), with max and min
+            # as the builtins pick, without a call: `free_at`, where the GPU's earlier work ended
+            # (the running maximum of the ends before each one).
+            free_at = origin
+            for i, start, end in zip(members, starts, ends):
+                gap = start - free_at
+                gap = 0.0 if 0.0 > gap else gap
+                if gap:
+                    launch = launches[i]
+                    if launch < 0:
+                        other[i] = gap
+                    else:  # min(max(returned - free_at, 0.0), gap)
+                        host = call_starts[launch] + call_durs[launch] - free_at
+                        host = 0.0 if 0.0 > host else host
+                        host = gap if gap < host else host
+                        host_wait[i], queued[i] = host, gap - host
+                free_at = end if end > free_at else free_at
         del self._by_stream_start
 
     def _launches(self) -> None:
@@ -209,13 +221,17 @@ class TraceIndex:
         matched = launched
         if len(firsts) < len(launched):  # calls that started several activities
             # Each call's earliest activity (the first placed of equal starts): written last.
-            order = stable_order(array("d", map(starts.__getitem__, launched)))[0]
             earliest = array("q", [-1]) * len(table)
-            for k in reversed(order):
-                earliest[launches[launched[k]]] = launched[k]
-            del order
+            if len(launched) == len(launches) and self._all_by_start is not None:
+                for i in reversed(self._all_by_start):  # all of them, by start already
+                    earliest[launches[i]] = i
+            else:
+                order = stable_order(array("d", map(starts.__getitem__, launched)))[0]
+                for k in reversed(order):
+                    earliest[launches[launched[k]]] = launched[k]
+                del order
             matched = array("q", map(earliest.__getitem__, map(launches.__getitem__, firsts)))
-        del firsts
+        del firsts, self._all_by_start
         calls = array("q", map(launches.__getitem__, matched))
         parts = pieces(calls)  # the calls in order, as a rule
         self.launch_times, self.call_durs, names = taken_all(
@@ -318,7 +334,7 @@ def _host_work(trace: Trace) -> tuple[array, array]:
     # and each interval nonempty: it makes no copies of its own).
     starts = sorted_values(starts)
     ends = sorted_values(ends)
-    return union_of_arrays(starts, ends)
+    return union_of_arrays(starts, ends, in_order=True)
 
 
 def _host_waits(trace: Trace) -> Merged:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, bisect_right
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
+from functools import reduce
 from array import array
 from itertools import compress, repeat
-from operator import add, and_, ge, lt, sub
+from operator import add, and_, call, ge, lt, sub
 
 from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH_APIS,
                              NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TOP_KERNELS, WIDEST_GAPS,
@@ -21,6 +22,7 @@ from .analysis_facts import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, H
 from .analysis_index import GAP_CATEGORIES, TraceIndex, kept, where
 from .analysis_text import _ms
 from .intervals import Merged, covered, union_of_arrays
+from .orders import has_nan
 from .trace import Trace, Window
 
 def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNELS) -> WindowFacts:
@@ -48,7 +50,8 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
         cpu_busy_pct=_pct(cpu_work - cpu_wait, window.dur),
         cpu_wait_us=cpu_wait,
         temporal_breakdown=_temporal_breakdown(window.label, starts, ends,
-                                               _is_compute(index, kinds), merged),
+                                               _is_compute(index, kinds), merged,
+                                               index if hi - lo == len(index.starts) else None),
         idle_by_stream=_idle_by_stream(index, window),
         launches=launches,
         activities_by_kind=dict(Counter(index.event_kinds[lo:hi])),
@@ -105,6 +108,7 @@ def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, w
     host_wait = sum(index.idle_host_wait[lo:hi])
     queued = sum(index.idle_queued[lo:hi])
     other = sum(index.idle_other[lo:hi])
+    idle = _idle(index, lo, hi)
     active = busy + host_wait + queued + other
     return LaunchedWork(
         activities=hi - lo,
@@ -120,18 +124,21 @@ def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, w
         host_wait_pct=_pct(host_wait, active),
         queued_pct=_pct(queued, active),
         other_pct=_pct(other, active),
-        gaps=sum(map(ge, _idle(index, lo, hi), repeat(GAP_MIN_US))),
-        widest_gaps=_widest_gaps(index, lo, hi, widest),
+        gaps=sum(map(ge, idle, repeat(GAP_MIN_US))),
+        widest_gaps=_widest_gaps(index, lo, idle, widest),
     )
 
 
-def _widest_gaps(index: TraceIndex, lo: int, hi: int, count: int) -> list[Gap]:
-    """The `count` longest idle times before the activities [lo, hi), longest first (the earlier
-    one of equal lengths first)."""
+def _widest_gaps(index: TraceIndex, lo: int, idle: array, count: int) -> list[Gap]:
+    """The `count` longest idle times before the activities [lo, lo + len(idle)) (`idle`: the
+    GPU's before each), longest first (the earlier one of equal lengths first)."""
     if not count:
         return []
-    idle = _idle(index, lo, hi)
-    widest = heapq.nsmallest(count, range(lo, hi), key=lambda i: (-idle[i - lo], index.starts[i]))
+    rows: range | list = range(lo, lo + len(idle))
+    if not has_nan(idle):  # only rows of the count-th widest idle or more
+        least = heapq.nlargest(count, idle)[-1:]
+        rows = list(compress(rows, map(ge, idle, repeat(least[0])))) if least else []
+    widest = heapq.nsmallest(count, rows, key=lambda i: (-idle[i - lo], index.starts[i]))
     return [Gap(device=index.device_of[i], start_us=index.starts[i] - idle[i - lo],
                 end_us=index.starts[i], dur_us=idle[i - lo], host_wait_us=index.idle_host_wait[i],
                 queued_us=index.idle_queued[i], other_us=index.idle_other[i],
@@ -154,17 +161,25 @@ def _is_compute(index: TraceIndex, codes) -> bytes:
 
 
 def _temporal_breakdown(scope: str, starts: list[float], ends: list[float], compute: bytes,
-                        merged: _Union | None = None) -> TemporalBreakdown | None:
+                        merged: _Union | None = None, whole: TraceIndex | None = None
+                        ) -> TemporalBreakdown | None:
     """HTA's temporal breakdown of the activities with these times, `compute` whether each is of
     that kind (None without any, or when they all take no time); `merged` is their union when
-    the caller has it (then of those it chose, `compute` choosing among them too)."""
+    the caller has it (then of those it chose, `compute` choosing among them too). `whole`: the
+    index, where these are all its activities (the union of the compute ones kept on it: the
+    whole trace's window and HTA's scope, where it keeps them all, ask for the same)."""
     merged = _union_of(starts, ends) if merged is None else merged
     if merged is None or merged.end <= merged.start:
         return None
     span = merged.end - merged.start
     busy = merged.busy
-    compute_starts, compute_ends = union_of_arrays(
-        *((starts, ends) if all(compute) else (kept(starts, compute), kept(ends, compute))))
+    found = None if whole is None else whole.compute_union
+    if found is None:
+        found = union_of_arrays(
+            *((starts, ends) if all(compute) else (kept(starts, compute), kept(ends, compute))))
+        if whole is not None:
+            whole.compute_union = found
+    compute_starts, compute_ends = found
     compute = sum(map(sub, compute_ends, compute_starts))
     idle = span - busy
     return TemporalBreakdown(
@@ -194,21 +209,23 @@ def hta_scope_end(trace: Trace) -> float | None:
 def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
     """The per-trace breakdown over the activities HTA keeps by default (see hta_scope_end)."""
     cut = hta_scope_end(index.trace)
-    if cut is None:
-        return _temporal_breakdown("whole trace", index.starts, index.ends,
+    chosen = None if cut is None else bytes(  # launched before the cut, so placed before it
+        map(and_, map(ge, index.launches, repeat(0)), map(lt, index.placed_times, repeat(cut))))
+    if chosen is None or all(chosen):  # all of them: the whole trace's unions
+        scope = "whole trace" if cut is None else _hta_scope(index)
+        return _temporal_breakdown(scope, index.starts, index.ends,
                                    _is_compute(index, index.kinds.codes),
                                    _union_of_range(index, 0, len(index.starts),
-                                                   index.starts, index.ends))
-    # Kept: launched before the cut, that is placed before it (an activity is placed at its launch).
-    chosen = bytes(map(and_, map(ge, index.launches, repeat(0)),
-                       map(lt, index.placed_times, repeat(cut))))
+                                                   index.starts, index.ends), index)
     # Their union from copies freed once it is made; the compute ones read of the index's columns.
     merged = _union_of(kept(index.starts, chosen), kept(index.ends, chosen))
     compute = bytes(map(and_, chosen, _is_compute(index, index.kinds.codes)))
     del chosen
-    return _temporal_breakdown(f"launched before {index.trace.steps[-1].name} began "
-                               "(HTA drops the last step)", index.starts, index.ends, compute,
-                               merged)
+    return _temporal_breakdown(_hta_scope(index), index.starts, index.ends, compute, merged)
+
+
+def _hta_scope(index: TraceIndex) -> str:
+    return f"launched before {index.trace.steps[-1].name} began (HTA drops the last step)"
 
 
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:
@@ -277,11 +294,19 @@ def _percentile(ordered: list[float], pct: float) -> float | None:
 def top_kernels(index: TraceIndex, lo: int, hi: int,
                 top: int = TOP_KERNELS) -> list[KernelStat]:
     """The GPU activities (index columns [lo, hi)) with the most total time, by name."""
-    totals: dict[str, list] = {}
-    for name, dur, kind in zip(index.names[lo:hi], index.durs[lo:hi], index.kinds[lo:hi]):
-        entry = totals.setdefault(name, [0, 0.0, kind])
-        entry[0] += 1
-        entry[1] += dur
+    # Each name's durations in row order, by its code (one append a row at C speed, not a line
+    # of Python; in arrays, 8 bytes a row), summed in that order from 0.0 (as `total += dur`
+    # would); its kind, its first row's. Names in order of their first row.
+    codes, kinds = index.names.codes[lo:hi], index.kinds.codes[lo:hi]
+    found = {code: array("d") for code in dict.fromkeys(codes)}
+    deque(map(call, map({code: durs.append for code, durs in found.items()}.__getitem__, codes),
+              index.durs[lo:hi]), 0)
+    first_kind: dict = {}
+    deque(map(first_kind.setdefault, codes, kinds), 0)
+    totals = {index.names.values[code]: [len(durs), reduce(add, durs, 0.0),
+                                         index.kinds.values[first_kind[code]]]
+              for code, durs in found.items()}
+    del found
     all_time = sum(entry[1] for entry in totals.values())
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
     return [KernelStat(name, kind, count, total, total / count, _pct(total, all_time))

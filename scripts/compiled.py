@@ -77,11 +77,14 @@ class Runs:
         except _ERRORS:
             return False
         types = list(map(type, events))
-        if types.count(self.complete) == len(types):
+        kinds = set(types)
+        if not kinds or kinds == {self.complete}:
             xs, shown = events, []
         else:  # picked a column at a time: no loop in Python over the flows
             xs = list(compress(events, map(is_, types, repeat(self.complete))))
-            shown = list(compress(events, map(self.shown.__contains__, types)))
+            # As a rule no metadata or instant in a run: not looked for row by row.
+            shown = ([] if self.shown.isdisjoint(kinds) else
+                     list(compress(events, map(self.shown.__contains__, types))))
         raws = list(map(self._raw, shown))
         if None in raws:
             return False

@@ -11,7 +11,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from array import array
-from itertools import accumulate, chain, compress, islice
+from itertools import chain, compress, islice
 from operator import add, le, lt, sub
 
 from . import orders
@@ -134,40 +134,43 @@ def union_of_spans(starts: Column, durations: Column) -> tuple[array, array]:
 def _union_in_order(starts: Column, ends_of) -> tuple[array, array]:
     """The union of rows in order of start (no NaN start), `ends_of(first, end)` the ends of
     rows [first, end): a chunk of rows at a time (the empty ones dropped), with the running
-    maximum of the ends before each row, in an array of a chunk's rows only: a row begins an
-    interval where that is below its start, and is there the end of the interval before (all
-    earlier rows ended before that one's first row began, so it is the greatest end of its
-    rows)."""
+    maximum of the ends before each row: a row begins an interval where that is below its
+    start, and is there the end of the interval before (all earlier rows ended before that
+    one's first row began, so it is the greatest end of its rows). One loop in Python, its
+    maximum by a comparison that picks as `max` does: twice as fast as passes at C speed that
+    call `max` a row."""
     merged_starts, merged_ends = array("d"), array("d")
     running = -math.inf
     for first in range(0, len(starts), orders._CHUNK):
-        chunk = starts[first:first + orders._CHUNK]
-        ends = ends_of(first, first + orders._CHUNK)
-        nonempty = bytes(map(lt, chunk, ends))
-        if not all(nonempty):
-            chunk, ends = array("d", compress(chunk, nonempty)), array("d", compress(ends, nonempty))
-            if not chunk:
-                continue
-        before = array("d", accumulate(ends, max, initial=running))
-        running = before.pop()
-        begins = bytearray(map(lt, before, chunk))
+        rows = zip(starts[first:first + orders._CHUNK], ends_of(first, first + orders._CHUNK))
         if not merged_starts:
-            begins[0] = 1  # the first row, whatever its start
-        merged_starts += array("d", compress(chunk, begins))
-        merged_ends += array("d", compress(before, begins))
+            for start, end in rows:
+                if start < end:  # the first row not empty, whatever its start
+                    merged_starts.append(start)
+                    merged_ends.append(running)
+                    running = end if end > running else running
+                    break
+        for start, end in rows:  # the same rows, on from there
+            if start < end:
+                if running < start:
+                    merged_starts.append(start)
+                    merged_ends.append(running)
+                running = end if end > running else running
     merged_ends.append(running)
     return merged_starts, merged_ends[1:]  # not the first's: no interval before it
 
 
-def union_of_arrays(starts: Column, ends: Column) -> tuple[array, array]:
-    """`union_of_times`, in arrays (a sorted copy of the starts, then of the ends)."""
+def union_of_arrays(starts: Column, ends: Column, in_order: bool = False) -> tuple[array, array]:
+    """`union_of_times`, in arrays (a sorted copy of the starts, then of the ends; `in_order`:
+    the caller sorted each already, not searched for runs again)."""
     if len(starts) <= orders.SMALL:
         return _as_arrays(union_of_times(list(starts), list(ends)))
     starts, ends = _nonempty(starts, ends)
     if not starts:
         return array("d"), array("d")
-    starts = sorted_values(starts)
-    ends = sorted_values(ends)
+    if not in_order:
+        starts = sorted_values(starts)
+        ends = sorted_values(ends)
     # Whether a merged interval ends at E[i] (and the next begins at S[i + 1]): a byte each.
     breaks = bytes(map(lt, ends, islice(starts, 1, None)))
     return (array("d", chain((starts[0],), compress(islice(starts, 1, None), breaks))),

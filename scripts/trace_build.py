@@ -5,6 +5,7 @@ the Events, Instants and skipped columns of `scripts.trace_model`, and the entry
 from __future__ import annotations
 
 import json
+import struct
 import zlib
 from array import array
 from collections.abc import Callable
@@ -299,8 +300,8 @@ class _Builder:
             times = self.skipped.get(kind)
             if times is None:  # arrays: 16 bytes an event, not a list's 64
                 times = self.skipped[kind] = (array("d"), array("d"))
-            times[0].extend(array("d", starts))  # made at once: a list's extend goes item by item
-            times[1].extend(array("d", durations))
+            times[0].frombytes(_packed(starts))  # made at once: a list's extend goes item by item
+            times[1].frombytes(_packed(durations))
 
     def _kinds(self, cats: list[str], names: list[str]) -> tuple[list[str], set[str]]:
         """The kind of each row, and the set of them."""
@@ -339,7 +340,7 @@ class _Builder:
         skipped = {}
         for kind in sorted(self.skipped):
             ts, dur = self.skipped.pop(kind)  # the absolute times dropped once made relative
-            ts = array("d", map(sub, ts, repeat(origin)))
+            ts = _shifted(ts, origin)
             columns = self.columns.get(kind)
             if columns is not None and not in_trace_order(ts, dur):
                 order, ts, parts = trace_order_in_pieces(ts, dur)
@@ -354,6 +355,24 @@ class _Builder:
                      process_names=self.process_names, thread_names=self.thread_names,
                      origin_us=origin, source=self.source, skipped=skipped,
                      op_args=bool(self.op_args))
+
+
+def _packed(floats: list) -> bytes:
+    """Floats as an array's bytes, by struct: twice as fast as an array made of them (which
+    parses a format for each)."""
+    return struct.pack(f"{len(floats)}d", *floats)
+
+
+def _shifted(times: array, origin: float) -> array:
+    """`time - origin` of each, a chunk of rows at a time (`_packed`)."""
+    found = array("d")
+    for first in range(0, len(times), _CHUNK):
+        chunk = times[first:first + _CHUNK]
+        found.frombytes(struct.pack(f"{len(chunk)}d", *map(sub, chunk, repeat(origin))))
+    return found
+
+
+_CHUNK = 1 << 16  # rows shifted at a time
 
 
 def _by_key(keys: list, *columns: list) -> list[tuple]:
