@@ -41,15 +41,16 @@ def json_bytes(run) -> int:
 # 1.0: the benchmark's own process); the 5.0 GB run once, under /usr/bin/time; the time shares
 # from a cProfile of the same analyzer run. The build cannot rerun it (it needs HTA and a
 # quiet machine): the page gives it as dated.
-BENCHMARK = {"date": "2026-12-02", "commit": "49e40b4", "machine": "a 2-CPU x86-64 machine, Python 3.11.7",
-             "ours_s": 0.81, "ours_mb": 63, "hta_s": 4.83, "hta_mb": 431,
+BENCHMARK = {"date": "2026-12-02", "commit": "3d250eb", "machine": "a 2-CPU x86-64 machine, Python 3.11.7",
+             "ours_s": 0.60, "ours_mb": 66, "hta_s": 4.41, "hta_mb": 431,
              # reading alone: decompress, decode every event with msgspec, analyse nothing
-             "read_only_s": 0.30,
-             # the same trace repeated (big_traces.py repeat)
-             "big_json_mb": 919, "big_s": 11.2, "big_mb": 196,
-             "huge_json_gb": 5.0, "huge_s": 64, "huge_mib": 914,
-             # shares of ours on the stacked trace (cProfile, cumulative): reading, facts, stacks
-             "read_pct": 47, "facts_pct": 28, "stacks_pct": 24}
+             "read_only_s": 0.27,
+             # the same trace repeated (big_traces.py repeat); CPU: both processes' (scripts/beside.py)
+             "big_json_mb": 919, "big_s": 7.13, "big_cpu_s": 8.90, "big_mb": 285,
+             "huge_json_gb": 5.0, "huge_s": 57, "huge_mib": 898,
+             # shares of ours on the stacked trace, in one process (cProfile, cumulative,
+             # PROFILING_ANALYZER_FORK=0): reading, facts, stacks
+             "read_pct": 48, "facts_pct": 24, "stacks_pct": 26}
 
 
 def peak_share(bench: dict) -> str:
