@@ -14,8 +14,8 @@ from operator import and_, attrgetter, is_not, not_, sub, truth
 from pathlib import Path
 
 from .columns import int_args
-from .oprows import (MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values, pieces,
-                     taken, trace_order_in_pieces)
+from .oprows import (_CHUNK, MISSING, OP_ARG_KINDS, OP_ARGS, OpColumns, in_trace_order, op_values,
+                     pieces, taken, trace_order_in_pieces)
 from .parse import TraceError, read_trace
 from .trace_model import (_ARGLESS_KINDS, _NO_ARGS, GPU_ACTIVITY_KINDS, KEPT_ARGS,
                           KIND_BY_CATEGORY, LAUNCH_KINDS, PROFILER_FLAGS, Event, Instant, Skipped,
@@ -357,10 +357,10 @@ class _Builder:
                      op_args=bool(self.op_args))
 
 
-def _packed(floats: list) -> bytes:
-    """Floats as an array's bytes, by struct: twice as fast as an array made of them (which
-    parses a format for each)."""
-    return struct.pack(f"{len(floats)}d", *floats)
+def _packed(floats, count: int | None = None) -> bytes:
+    """Floats (a list, or an iterator of `count` of them) as an array's bytes, by struct: twice
+    as fast as an array made of them (which parses a format for each)."""
+    return struct.pack(f"{len(floats) if count is None else count}d", *floats)
 
 
 def _shifted(times: array, origin: float) -> array:
@@ -368,11 +368,8 @@ def _shifted(times: array, origin: float) -> array:
     found = array("d")
     for first in range(0, len(times), _CHUNK):
         chunk = times[first:first + _CHUNK]
-        found.frombytes(struct.pack(f"{len(chunk)}d", *map(sub, chunk, repeat(origin))))
+        found.frombytes(_packed(map(sub, chunk, repeat(origin)), len(chunk)))
     return found
-
-
-_CHUNK = 1 << 16  # rows shifted at a time
 
 
 def _by_key(keys: list, *columns: list) -> list[tuple]:
