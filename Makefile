@@ -18,10 +18,10 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[docs,test]'
 	touch $@
 
-# The in-browser analyzer's Pyodide, pinned in scripts/vendor_pyodide.py: fetched once with npm into
+# The in-browser analyzer's Pyodide, pinned in scripts/series/pages/pyodide.py: fetched once with npm into
 # .cache/pyodide/ (ignored), copied into the site by the build. Quick when it is already there.
 pyodide:
-	$(PYTHON) -m scripts.vendor_pyodide
+	$(PYTHON) -m scripts.series.pages.pyodide
 
 serve: $(STAMP) pyodide
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
@@ -57,7 +57,7 @@ test-gpu:
 		tests/test_snippets.py tests/test_snippets_parts23.py tests/test_snippets_part4.py \
 		tests/test_snippets_part5.py tests/test_snippets_part5_memory.py
 
-# The companion notebooks under docs/notebooks/, written from scripts/notebooks.py and the frozen
+# The companion notebooks under docs/notebooks/, written from scripts/series/notebooks/write.py and the frozen
 # runs (standard library only; nothing runs a snippet).
 notebooks:
 	$(PYTHON) -m scripts notebooks

@@ -1,4 +1,4 @@
-from .cli import main
-from .console import run_main
+from .series.cli import main
+from .tracefacts.entry.console import run_main
 
 run_main(main)

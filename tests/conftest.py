@@ -38,7 +38,7 @@ def clean_copy(dest: Path) -> Path:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, target)
-    from scripts import vendor_pyodide
+    from scripts.series.pages import pyodide as vendor_pyodide
 
     vendored = vendor_pyodide.vendored_dir(ROOT)
     if vendored.is_dir():
@@ -51,7 +51,7 @@ def clean_copy(dest: Path) -> Path:
 def fake_project(tmp_path: Path, monkeypatch, snippet: str) -> Path:
     """A temporary tree the catalog and the freeze read instead of the repository's: one snippet,
     `snippets/fake.py`, its traces under `traces/`, and an environment probe that needs no GPU."""
-    from scripts import catalog, freeze
+    from scripts.series.runs import catalog, freeze
 
     (tmp_path / "snippets").mkdir()
     (tmp_path / "snippets" / "fake.py").write_text(snippet)

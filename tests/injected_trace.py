@@ -3,7 +3,7 @@ trace (event names of each kind, thread and process names, string pids and tids,
 top-level metadata, string args), its profiler table, its metadata, and a tag that names files.
 
 `write_example(folder)` writes it the way the freeze does; `LocalExample` points the page helpers
-(scripts.pages.Run, scripts.pages_sweeps.LLMView) at that folder instead of traces/.
+(scripts.series.pages.helpers.Run, scripts.series.pages.sweeps.LLMView) at that folder instead of traces/.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts import catalog
+from scripts.series.runs import catalog
 from tests.conftest import ROOT
 from tests.timeline_traces import gpu_trace
 
@@ -76,7 +76,7 @@ def poisoned_table() -> str:
 def poisoned_meta(example=None) -> dict:
     """Metadata as the refresh writes it (sealed, so the typed reader accepts it), with the payload
     in every free-text field; the date is checked as a date, so it carries none."""
-    from scripts import meta
+    from scripts.series.runs import meta
 
     environment = {"gpu": f"H200{PAYLOAD}", "driver": PAYLOAD, "torch": PAYLOAD, "cuda": PAYLOAD,
                    "python": PAYLOAD, "packages": {f"pkg{PAYLOAD}": PAYLOAD}}

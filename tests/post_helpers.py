@@ -1,5 +1,5 @@
 """What the tests of the posts share: a check of a post's prose, and a stand-in for
-scripts.pages.Run on which the helpers of scripts/posts/ run over hand-made traces."""
+scripts.series.pages.helpers.Run on which the helpers of scripts/series/pages/posts/ run over hand-made traces."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-from scripts.pages import Run
+from scripts.series.pages.helpers import Run
 
 TYPED_GPU_NAME = re.compile(r"\b[HB]200\b|\bH100\b")
 
@@ -26,7 +26,7 @@ def gpu_names_typed(source: Path) -> list[str]:
 
 
 class FakeRun:
-    """What the helpers read of a scripts.pages.Run: its trace, its key, and Run's small queries."""
+    """What the helpers read of a scripts.series.pages.helpers.Run: its trace, its key, and Run's small queries."""
 
     events = Run.events
 

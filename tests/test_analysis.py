@@ -10,8 +10,10 @@ from operator import add
 
 import pytest
 
-from scripts import analysis, intervals, oprows, orders
-from scripts.analysis import (
+from scripts.tracefacts.facts import analysis
+from scripts.tracefacts.model import intervals
+from scripts.tracefacts.model.columnar import rows as oprows, orders
+from scripts.tracefacts.facts.analysis import (
     LaunchedWork,
     facts,
     kernel_kind,
@@ -19,7 +21,7 @@ from scripts.analysis import (
     summary_text,
     verdict,
 )
-from scripts.trace import TraceError, Window, build_trace
+from scripts.tracefacts.model.trace import TraceError, Window, build_trace
 from tests.fixtures.handmade import GEMM, NCCL, TRITON, cuda_graph, two_gpus, two_steps
 
 
@@ -292,7 +294,7 @@ def test_idle_by_stream_sums_each_streams_gaps_in_placing_order(streams):
     the codes for each, with many by a sort, both against a scan of every gap."""
     from types import SimpleNamespace
 
-    from scripts.analysis_window import _idle_by_stream
+    from scripts.tracefacts.facts.window import _idle_by_stream
 
     rng = random.Random(streams)
     keys = [(rng.choice([0, 1]), 7 + k) for k in range(streams)]

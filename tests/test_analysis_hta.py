@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("hta")
 from hta.trace_analysis import TraceAnalysis  # noqa: E402
 
-from scripts.analysis import facts, hta_scope_end  # noqa: E402
-from scripts.trace import Event, Trace, load_trace  # noqa: E402
+from scripts.tracefacts.facts.analysis import facts, hta_scope_end  # noqa: E402
+from scripts.tracefacts.model.trace import Event, Trace, load_trace  # noqa: E402
 from tests.fixtures.handmade import two_steps  # noqa: E402
 from tests.fixtures.synth import Spec, synth_trace, write_trace  # noqa: E402
 

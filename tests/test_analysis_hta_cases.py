@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.analysis import facts
-from scripts.trace import load_trace
+from scripts.tracefacts.facts.analysis import facts
+from scripts.tracefacts.model.trace import load_trace
 from tests.fixtures.handmade import GEMM, TraceWriter
 
 # HTA turns integer columns into the smallest integer type that holds them, so small hand-made

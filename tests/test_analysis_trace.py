@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import oprows, orders, tracetext
-from scripts.analysis import TIMES_ONLY_KINDS, facts
-from scripts.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
+from scripts.tracefacts.model.columnar import rows as oprows, orders
+from scripts.tracefacts.reading import text as tracetext
+from scripts.tracefacts.facts.analysis import TIMES_ONLY_KINDS, facts
+from scripts.tracefacts.model.trace import KEPT_ARGS, TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
 from tests.fixtures.synth import Spec, synth_trace, write_trace
 
@@ -134,7 +135,7 @@ def test_events_are_in_trace_order_parents_first():
 
 
 def test_op_orders_by_merged_runs_are_those_of_a_sort(monkeypatch):
-    """scripts.orders merges the runs already in order, in arrays, instead of sorting all rows:
+    """scripts.tracefacts.model.columnar.orders merges the runs already in order, in arrays, instead of sorting all rows:
     held against the sort they replace, on rows in a few runs (one per thread or flush), in many
     (a sort, by chunks merged), interleaved finely or in blocks (merged a block at a time), cut
     into ranges of one key or of many, with ties (-0.0 and 0.0 among them) and NaN."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import analyze
-from scripts.analysis import facts
-from scripts.trace import load_trace
+from scripts.tracefacts.entry import cli as analyze
+from scripts.tracefacts.facts.analysis import facts
+from scripts.tracefacts.model.trace import load_trace
 from tests.fixtures.handmade import two_steps
 from tests.fixtures.synth import Spec, synth_trace, write_trace
 
@@ -154,7 +154,8 @@ def test_json_facts_are_those_of_a_full_load(which, gpu_trace, tmp_path):
 
 
 def test_blocks_gives_the_sweep_per_block(tmp_path):
-    from scripts import blocks, catalog
+    from scripts.tracefacts.facts import blocks
+    from scripts.series.runs import catalog
 
     trace = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192").trace_path
     done = run(str(trace), "--blocks", cwd=tmp_path)
@@ -168,7 +169,7 @@ def test_blocks_gives_the_sweep_per_block(tmp_path):
 
 
 def test_blocks_gives_llm_steps_per_batch_in_json(tmp_path):
-    from scripts import catalog
+    from scripts.series.runs import catalog
 
     trace = catalog.get("05_llm_inference/decode_b1-8-64-256-1024-2048_p128_static_compile").trace_path
     done = run(str(trace), "--blocks", "--json", cwd=tmp_path)

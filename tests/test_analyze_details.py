@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from scripts import analyze
-from scripts.analysis import facts, summary_text
-from scripts.memory import memory_facts
-from scripts.ops import OP_ARG_KINDS, op_facts
-from scripts.trace import load_trace
+from scripts.tracefacts.entry import cli as analyze
+from scripts.tracefacts.facts.analysis import facts, summary_text
+from scripts.tracefacts.facts.memory import memory_facts
+from scripts.tracefacts.facts.ops import OP_ARG_KINDS, op_facts
+from scripts.tracefacts.model.trace import load_trace
 from tests.fixtures.synth import write_trace
 from tests.test_memory import memory_trace
 
@@ -122,9 +122,9 @@ ONE_PASS = [ROOT / "traces" / "07_shapes_stacks" / "shapes_b16_s64-256-1024-4096
 def test_one_pass_keeps_what_shapes_stacks_and_memory_read(path, decoder, monkeypatch):
     """The analyzer's one reading (ops and frames as columns, op args by the profiler's flags
     before the events) gives the facts of a full reading with every op's args."""
-    from scripts import compiled
-    from scripts.analysis import TIMES_ONLY_KINDS
-    from scripts.details import details
+    from scripts.tracefacts.reading import msgspec_events as compiled
+    from scripts.tracefacts.facts.analysis import TIMES_ONLY_KINDS
+    from scripts.tracefacts.facts.details import details
 
     if decoder == "stdlib":
         monkeypatch.setenv(compiled.DECODER_ENV, "stdlib")

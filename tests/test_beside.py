@@ -1,4 +1,4 @@
-"""scripts/beside.py and its use by the CLI: the details computed in a forked child give what one
+"""scripts/tracefacts/entry/beside.py and its use by the CLI: the details computed in a forked child give what one
 process gives, a failing or unwanted child costs nothing but time, and no output is written twice."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts import analyze, beside
-from scripts.beside import FORK_ENV, Beside, can_fork
+from scripts.tracefacts.entry import cli as analyze, beside
+from scripts.tracefacts.entry.beside import FORK_ENV, Beside, can_fork
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK_TRACE = ROOT / "traces" / "train_step" / "train_b16_s10_stack.json.gz"
@@ -126,7 +126,7 @@ def test_the_cli_forks_for_the_details_and_prints_what_one_process_prints(monkey
 def test_a_child_never_writes_what_the_parent_had_buffered(tmp_path):
     """Two traces into a pipe (block-buffered): the first one's line, still in the parent's
     buffer when the second one's child is forked, comes out once."""
-    code = ("import sys; from scripts import analyze; analyze.CHILD_MIN_EVENTS = 1000; "
+    code = ("import sys; from scripts.tracefacts.entry import cli as analyze; analyze.CHILD_MIN_EVENTS = 1000; "
             "sys.exit(analyze.main(sys.argv[1:]))")
     done = subprocess.run([sys.executable, "-c", code, str(STACK_TRACE), str(STACK_TRACE), "--json"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120,

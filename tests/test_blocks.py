@@ -1,4 +1,4 @@
-"""Facts per labelled block (scripts/blocks.py) against an independent reading of the raw trace
+"""Facts per labelled block (scripts/tracefacts/facts/blocks.py) against an independent reading of the raw trace
 JSON, on the frozen H200 runs and on small synthetic traces with known answers."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from scripts import blocks, catalog
-from scripts.trace import TraceError, load_trace
+from scripts.tracefacts.facts import blocks
+from scripts.series.runs import catalog
+from scripts.tracefacts.model.trace import TraceError, load_trace
 
 SWEEP = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192")
 LLM = {e.tag: e for e in catalog.PART4}

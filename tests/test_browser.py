@@ -235,7 +235,7 @@ def test_blocked_popup_offers_a_second_button_that_delivers(visit, built_site):
 
 def settled_box(page, locator) -> dict:
     """The element's box once scrolled into view and still for two frames: the runs around it
-    (laid out only near the screen, scripts/offscreen.py) take their real heights as they come."""
+    (laid out only near the screen, scripts/series/pages/offscreen.py) take their real heights as they come."""
     locator.scroll_into_view_if_needed()
     box = None
     for _ in range(50):
@@ -462,7 +462,7 @@ def test_icons_of_the_deferred_boxes_are_made_before_the_boxes_are_laid_out(visi
 
 
 def test_a_link_into_a_long_page_lands_on_its_heading(visit):
-    """A post's runs between headings are laid out only near the screen (scripts/offscreen.py);
+    """A post's runs between headings are laid out only near the screen (scripts/series/pages/offscreen.py);
     a link to a heading far down still lands with the heading at the top, whether it opens the
     page (a link from elsewhere, a search result) or moves within it (the table of contents)."""
     reader = visit(viewport={"width": 390, "height": 800})

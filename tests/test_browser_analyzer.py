@@ -1,4 +1,4 @@
-"""The in-browser analyzer (docs/guide/analyze-in-browser.md, scripts/browser.py).
+"""The in-browser analyzer (docs/guide/analyze-in-browser.md, scripts/tracefacts/entry/browser.py).
 
 In Chromium, on the built site: a dropped trace gives the facts the command line gives for it,
 shown in the facts box and the per-step table, with its timeline; a file it cannot read gives the
@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from scripts import browser as reader  # `browser` is the Chromium fixture here
-from scripts import mkdocs_hooks, pages_browser, vendor_pyodide
-from scripts.analysis import TIMES_ONLY_KINDS, facts
-from scripts.analyze import strict_json
-from scripts.trace import TraceError, load_trace
+from scripts.tracefacts.entry import browser as reader  # `browser` is the Chromium fixture here
+from scripts.series.mkdocs_glue import hooks as mkdocs_hooks
+from scripts.series.pages import analyzer_page as pages_browser, pyodide as vendor_pyodide
+from scripts.tracefacts.facts.analysis import TIMES_ONLY_KINDS, facts
+from scripts.tracefacts.entry.cli import strict_json
+from scripts.tracefacts.model.trace import TraceError, load_trace
 from tests.conftest import ROOT
 from tests.injected_trace import IMG, poisoned_trace
 from tests.test_browser import base_url, browser, visit  # noqa: F401 (fixtures)
@@ -104,22 +105,27 @@ def test_the_page_ships_every_module_the_reader_path_imports_and_no_other_packag
     # A fresh interpreter reads a trace and draws it as the worker does, then lists what it imported.
     upload = tmp_path / "upload"
     upload.write_bytes(ATTENTION.read_bytes())
+    # The analyzer runs there as the package `tracefacts`, alone, as installed: so it does here.
     code = f"""
 import json, sys
-sys.path.insert(0, {str(ROOT)!r})
-from scripts import browser
+from pathlib import Path
+sys.path.insert(0, {str(ROOT / "scripts")!r})
+from tracefacts.entry import browser
 assert "error" not in json.loads(browser.read_json({str(upload)!r}, "t.json.gz"))
 assert "svg" in json.loads(browser.timeline_json())
-ours = sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("scripts."))
-others = sorted({{m.split(".")[0] for m in sys.modules}} - set(sys.stdlib_module_names) - {{"scripts", "__main__"}})
+top = Path({str(ROOT / "scripts")!r})
+ours = sorted(Path(m.__file__).relative_to(top).with_suffix("").as_posix() for name, m in list(sys.modules.items())
+              if name.split(".")[0] == "tracefacts")
+others = sorted({{m.split(".")[0] for m in sys.modules}} - set(sys.stdlib_module_names) - {{"tracefacts", "__main__"}})
 print(json.dumps([ours, others]))
 """
     # -I -S: no site-packages, so nothing imported at start-up passes for an import of ours.
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
     ours, others = json.loads(done.stdout)
     assert set(ours) <= set(pages_browser.shipped_modules()), set(ours) - set(pages_browser.shipped_modules())
-    assert {"browser", "trace", "analysis", "timeline", "pages"} <= set(ours)
-    assert others == []
+    assert {"tracefacts/entry/browser", "tracefacts/model/trace", "tracefacts/facts/analysis",
+            "tracefacts/pictures/timeline/draw", "tracefacts/pictures/facts_box"} <= set(ours)
+    assert others == []  # no series, no scripts, nothing outside the standard library
 
 
 def test_strict_build_without_pyodide_names_the_command(monkeypatch, caplog):
@@ -174,8 +180,10 @@ def test_the_page_opens_as_light_as_a_post_and_its_pyodide_is_the_vendored_one(b
     vendored = vendor_pyodide.vendored_dir()
     assert sorted(p.name for p in served.iterdir()) == sorted(vendor_pyodide.PYODIDE_FILES)
     assert all((served / n).read_bytes() == (vendored / n).read_bytes() for n in vendor_pyodide.PYODIDE_FILES)
-    shipped = built_site / pages_browser.PYTHON_SITE_DIR / "scripts"
-    assert sorted(p.stem for p in shipped.iterdir()) == list(pages_browser.shipped_modules())
+    shipped = built_site / pages_browser.PYTHON_SITE_DIR
+    assert sorted(p.relative_to(shipped).with_suffix("").as_posix() for p in shipped.rglob("*.py")) \
+        == list(pages_browser.shipped_modules())
+    assert all(m.startswith("tracefacts/") for m in pages_browser.shipped_modules())
 
 
 def test_the_repository_link_is_a_plain_link_on_every_page(built_site):

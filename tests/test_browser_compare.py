@@ -1,5 +1,5 @@
 """Before and after in the in-browser analyzer (docs/guide/analyze-in-browser.md,
-scripts/browser.py's compare_json and compare_timelines_json).
+scripts/tracefacts/entry/browser.py's compare_json and compare_timelines_json).
 
 Two traces, dropped at once or one after the other, give the deltas that
 `python scripts/analyze.py BEFORE AFTER --diff --json` prints, the posts' before/after table and
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts import browser as reader  # `browser` is the Chromium fixture here
-from scripts import pages_browser
+from scripts.tracefacts.entry import browser as reader  # `browser` is the Chromium fixture here
+from scripts.series.pages import analyzer_page as pages_browser
 from tests.conftest import ROOT
 from tests.test_browser import base_url, browser, visit  # noqa: F401 (fixtures)
 from tests.test_browser_analyzer import (DONE, PAGE, SHOWN, TIMELINE_LOADED, cli_error, cli_facts,  # noqa: F401
@@ -31,7 +31,7 @@ PART1 = (ROOT / "traces/01_matmul_add/64_bf16_warm_eager.json.gz",
          ROOT / "traces/01_matmul_add/64_bf16_warm_compile.json.gz")
 PART4 = (ROOT / "traces/05_llm_inference/decode_b1_p512_static_eager.json.gz",
          ROOT / "traces/05_llm_inference/decode_b1_p512_static_compile.json.gz")
-DIFF_MODULES = {"diff", "pages_diff", "render"}
+DIFF_MODULES = {"tracefacts/facts/diff", "tracefacts/pictures/comparison"}
 
 
 def cli_diff(before: Path, after: Path, svg_dir: Path | None = None) -> dict:
@@ -96,9 +96,12 @@ def test_the_first_drop_does_not_load_the_diff_and_the_page_ships_what_it_does(t
     # A fresh interpreter does what the worker does, listing what it has imported after each drop.
     code = f"""
 import json, sys
-sys.path.insert(0, {str(ROOT)!r})
-from scripts import browser
-ours = lambda: sorted(m.split(".", 1)[1] for m in sys.modules if m.startswith("scripts."))
+from pathlib import Path
+top = Path({str(ROOT / "scripts")!r})
+sys.path.insert(0, str(top))
+from tracefacts.entry import browser
+ours = lambda: sorted(Path(m.__file__).relative_to(top).with_suffix("").as_posix()
+                      for name, m in list(sys.modules.items()) if name.split(".")[0] == "tracefacts")
 assert "error" not in json.loads(browser.read_json({upload(tmp_path, PART1[0])!r}, "b.json.gz"))
 assert "svg" in json.loads(browser.timeline_json())
 first = ours()

@@ -210,7 +210,7 @@ def test_cheatsheet_prints_on_one_a4_sheet(visit):
 PROFILER_TABLES = """async () => {
   const vw = document.documentElement.clientWidth, out = [];
   for (const box of document.querySelectorAll('.prof-table')) {
-    if (!box.querySelector('.prof-switch')) continue;  // a profiler table (scripts/table.py)
+    if (!box.querySelector('.prof-switch')) continue;  // a profiler table (scripts/tracefacts/pictures/profiler_table.py)
     box.style.contentVisibility = 'visible';
     box.scrollIntoView({block: 'center'});
     const scroller = box.querySelector('.prof-scroll'), frame = scroller.getBoundingClientRect();

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import cache, render
-from scripts.analysis import TraceFacts
-from scripts.trace import load_trace
+from scripts.series.pages import cache, render
+from scripts.tracefacts.facts.analysis import TraceFacts
+from scripts.tracefacts.model.trace import load_trace
 from tests.conftest import ROOT
 from tests.fixtures.handmade import two_steps
 
@@ -44,22 +44,22 @@ def test_closure_follows_imports_anywhere_in_a_module(tmp_path):
 def test_editing_a_dependency_changes_the_key_and_editing_anything_else_does_not(tmp_path):
     copy = tmp_path / "scripts"
     shutil.copytree(ROOT / "scripts", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    before = cache.code_digest("scripts.render", copy)
-    (copy / "notebooks.py").write_text((copy / "notebooks.py").read_text() + "\n# unrelated\n")
-    (copy / "pages_sweeps.py").write_text((copy / "pages_sweeps.py").read_text() + "\n# a page helper\n")
-    assert cache.code_digest("scripts.render", copy) == before
+    before = cache.code_digest("scripts.series.pages.render", copy)
+    for unrelated, line in (("series/notebooks/write.py", "# unrelated"), ("series/pages/sweeps.py", "# a page helper")):
+        (copy / unrelated).write_text((copy / unrelated).read_text() + f"\n{line}\n")
+    assert cache.code_digest("scripts.series.pages.render", copy) == before
     # intervals is not imported by render itself, only by what render imports
-    (copy / "intervals.py").write_text((copy / "intervals.py").read_text() + "\n# changed\n")
-    assert cache.code_digest("scripts.render", copy) != before
+    (copy / "tracefacts/model/intervals.py").write_text((copy / "tracefacts/model/intervals.py").read_text() + "\n# changed\n")
+    assert cache.code_digest("scripts.series.pages.render", copy) != before
 
 
 def test_what_the_pages_cache_depends_on_includes_the_facts_and_the_sweeps():
-    closure = set(cache.module_closure("scripts.render"))
-    assert {"scripts.analysis", "scripts.blocks", "scripts.trace", "scripts.intervals", "scripts.timeline",
-            "scripts.plots", "scripts.samples"} <= closure
+    closure = set(cache.module_closure("scripts.series.pages.render"))
+    assert {"scripts.tracefacts.facts.analysis", "scripts.tracefacts.facts.blocks", "scripts.tracefacts.model.trace", "scripts.tracefacts.model.intervals", "scripts.tracefacts.pictures.timeline.draw",
+            "scripts.series.pages.plots", "scripts.series.runs.samples"} <= closure
     # the timeline's drawing is spread over modules: every one of them keys the pictures
-    drawing = {path.stem for path in (ROOT / "scripts").glob("timeline_*.py")}
-    assert len(drawing) >= 6 and {f"scripts.{name}" for name in drawing} <= closure
+    drawing = {path.stem for path in (ROOT / "scripts" / "tracefacts" / "pictures" / "timeline").glob("*.py")} - {"__init__", "memory_lane"}
+    assert len(drawing) >= 6 and {f"scripts.tracefacts.pictures.timeline.{name}" for name in drawing} <= closure
 
 
 def test_only_module_level_functions_can_be_cached():

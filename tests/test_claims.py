@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import claims
-from scripts.claims import LEDGER, MIN_SAMPLES, SPREAD_PERCENTILES_FROM, claim, compare, samples, us, worded
-from scripts.samples import first_step_values, op_values, read_extra_runs, samples_of, step_values
-from scripts.trace import build_trace
+from scripts.series.pages import claims
+from scripts.series.pages.claims import LEDGER, MIN_SAMPLES, SPREAD_PERCENTILES_FROM, claim, compare, samples, us, worded
+from scripts.series.runs.samples import first_step_values, op_values, read_extra_runs, samples_of, step_values
+from scripts.tracefacts.model.trace import build_trace
 from tests.conftest import ROOT
 from tests.fixtures.handmade import GEMM, TraceWriter
 
@@ -164,8 +164,9 @@ def test_extra_runs_file_missing_good_and_malformed(tmp_path):
 
 
 def test_a_run_reads_the_shown_trace_and_the_extra_runs(tmp_path, monkeypatch):
-    from scripts import cache, catalog
-    from scripts.pages import Run
+    from scripts.series.pages import cache
+    from scripts.series.runs import catalog
+    from scripts.series.pages.helpers import Run
 
     monkeypatch.setattr(catalog, "TRACES", tmp_path / "traces")
     monkeypatch.setattr(cache, "CACHE_DIR", tmp_path / "cache")
@@ -191,7 +192,7 @@ def test_a_run_reads_the_shown_trace_and_the_extra_runs(tmp_path, monkeypatch):
 PLANTED = '''# A page
 
 ```python exec="true"
-from scripts.claims import claim, us
+from scripts.series.pages.claims import claim, us
 print(claim("The compiled step is **cheaper** than the eager one.", {holds},
             runs=["01_matmul_add/4096_bf16_warm_compile", "01_matmul_add/4096_bf16_warm_eager"],
             numbers={{"compiled step": us(205.0), "eager step": us(75.5)}}))
@@ -204,7 +205,7 @@ def tiny_project(tmp_path: Path, page: str) -> Path:
     (tmp_path / "docs").mkdir(parents=True)
     (tmp_path / "docs" / "index.md").write_text(page)
     (tmp_path / "mkdocs.yml").write_text(
-        "site_name: t\nhooks:\n  - " + (ROOT / "scripts" / "mkdocs_claims.py").as_posix()
+        "site_name: t\nhooks:\n  - " + (ROOT / "scripts" / "series" / "mkdocs_glue" / "ledger.py").as_posix()
         + "\nplugins:\n  - markdown-exec:\n      languages: [python]\n"
         "markdown_extensions:\n  - pymdownx.superfences\n")
     return tmp_path
@@ -251,7 +252,7 @@ def test_a_claim_that_holds_builds_strict(tmp_path):
 
 def test_a_run_whose_numbers_a_page_uses_without_its_buttons_fails_the_strict_build(tmp_path):
     page = '''```python exec="true" html="true"
-from scripts.pages import example
+from scripts.series.pages.helpers import example
 run = example("01_matmul_add/64_bf16_cold_eager")
 print(run.total_us("Self CPU time total"))
 {links}
@@ -299,5 +300,5 @@ def test_claims_command_says_in_one_line_what_it_cannot_read(tmp_path):
 
 
 def test_the_refresh_path_does_not_import_the_claims_machinery():
-    code = "import sys, scripts.cli; sys.exit(bool({'scripts.claims', 'scripts.pages'} & set(sys.modules)))"
+    code = "import sys, scripts.series.cli; sys.exit(bool({'scripts.series.pages.claims', 'scripts.series.pages.helpers'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0

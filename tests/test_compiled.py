@@ -1,6 +1,6 @@
 """Both reading paths split each run of events by the builder's groups (the kinds loading
 skips, and the rest) before taking columns: the analyzer's load (COLUMN_KINDS kept as columns,
-op_args) gives on the compiled path (scripts/compiled.py), on the standard library's, and event
+op_args) gives on the compiled path (scripts/tracefacts/reading/msgspec_events.py), on the standard library's, and event
 by event (`add_raw`, which splits nothing) the same model, rows of a kind in file order whatever
 categories they come from and wherever their kind is told by their name."""
 
@@ -12,11 +12,11 @@ from array import array
 
 import pytest
 
-from scripts import compiled, tracetext
-from scripts.analysis import COLUMN_KINDS
-from scripts.oprows import Coded
-from scripts.trace import load_trace
-from scripts.trace_build import _Builder
+from scripts.tracefacts.reading import msgspec_events as compiled, text as tracetext
+from scripts.tracefacts.facts.analysis import COLUMN_KINDS
+from scripts.tracefacts.model.columnar.rows import Coded
+from scripts.tracefacts.model.trace import load_trace
+from scripts.tracefacts.model.build import _Builder
 
 pytest.importorskip("msgspec")
 

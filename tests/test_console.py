@@ -1,4 +1,4 @@
-"""scripts/console.py, the command line's error boundary, and `python -m scripts` behind it: a
+"""scripts/tracefacts/entry/console.py, the command line's error boundary, and `python -m scripts` behind it: a
 closed pipe, an unwritable output, Ctrl-C and a bug each end in a status and at most one line."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import console
+from scripts.tracefacts.entry import console
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,12 +160,12 @@ def test_cli_usage_errors_are_one_line(args):
 
 def test_cli_imports_only_the_standard_library():
     """cli.py (and console.py) run on a bare GPU image for `refresh`."""
-    probe = ("import sys; before = set(sys.modules); import scripts.cli; "
+    probe = ("import sys; before = set(sys.modules); import scripts.series.cli; "
              "print(sorted(m for m in set(sys.modules) - before "
              "if m.split('.')[0] not in sys.stdlib_module_names and m.split('.')[0] != 'scripts'))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "[]\n"
-    assert "scripts.console" in subprocess.run(
-        [sys.executable, "-c", "import sys, scripts.cli; print(list(sys.modules))"],
+    assert "scripts.tracefacts.entry.console" in subprocess.run(
+        [sys.executable, "-c", "import sys, scripts.series.cli; print(list(sys.modules))"],
         cwd=ROOT, capture_output=True, text=True, timeout=60).stdout

@@ -1,4 +1,4 @@
-"""Before and after (scripts/diff.py, analyze.py --diff, timelines on one scale, the page's
+"""Before and after (scripts/tracefacts/facts/diff.py, analyze.py --diff, timelines on one scale, the page's
 table) on two traces written out by hand, with their deltas worked out by hand.
 
     before: ProfilerStep#0 [0, 100), #1 [100, 200); per step k (offset 100 k):
@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from scripts.analysis import facts
-from scripts.diff import delta, diff, diff_text
-from scripts.pages_diff import comparison_html
-from scripts.timeline import render_timeline, shared_span_us
-from scripts.timeline_style import PLOT_LEFT, PLOT_RIGHT
-from scripts.trace import build_trace, select_window
+from scripts.tracefacts.facts.analysis import facts
+from scripts.tracefacts.facts.diff import delta, diff, diff_text
+from scripts.series.pages.diff import comparison_html
+from scripts.tracefacts.pictures.timeline.draw import render_timeline, shared_span_us
+from scripts.tracefacts.pictures.timeline.style import PLOT_LEFT, PLOT_RIGHT
+from scripts.tracefacts.model.trace import build_trace, select_window
 from tests.fixtures.handmade import ADD, GEMM, TRITON, TraceWriter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -299,8 +299,9 @@ def test_page_table_escapes_names_and_prints_the_deltas():
 def test_compare_runs_shows_every_name_from_the_traces_as_text(tmp_path, monkeypatch):
     """The whole page helper on the injected example of the escaping tests: names, step labels,
     the example's tag (in the pictures' file names) and the metadata stay text."""
-    from scripts import cache, catalog, pages
-    from scripts.pages_diff import compare_runs
+    from scripts.series.pages import cache, helpers as pages
+    from scripts.series.runs import catalog
+    from scripts.series.pages.diff import compare_runs
     from tests.injected_trace import IMG, SCRIPT, write_example
     from tests.test_escaping import assert_inert
 

@@ -1,6 +1,6 @@
 """Names from a trace are text on every page: markup injected into every name-bearing field of a
 trace (tests/injected_trace.py) comes out of each page helper, and out of a strict site build, as
-text, never as an element or an attribute; the HTML builder (scripts.markup) escapes by
+text, never as an element or an attribute; the HTML builder (scripts.tracefacts.pictures.markup) escapes by
 construction."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import cache, catalog, markup, pages, pages_sweeps
-from scripts.markup import Markup, code_block, concat, escape, h, join, table, td, th
+from scripts.series.pages import cache, helpers as pages, sweeps as pages_sweeps
+from scripts.series.runs import catalog
+from scripts.tracefacts.pictures import markup
+from scripts.tracefacts.pictures.markup import Markup, code_block, concat, escape, h, join, table, td, th
 from tests.conftest import ROOT, mkdocs_build
 from tests.injected_trace import IMG, PAYLOAD, SCRIPT, TABLE_NAMES, TAG, write_example
 
@@ -214,7 +216,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, {str(ROOT)!r})
-from scripts import pages
+from scripts.series.pages import helpers as pages
 
 
 def on_page_markdown(markdown, page, **kwargs):
@@ -236,7 +238,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, {repo!r})  # the repository's tests package, whatever the build's working directory
-from scripts import cache, catalog, pages, pages_sweeps
+from scripts.series.pages import cache, helpers as pages, sweeps as pages_sweeps; from scripts.series.runs import catalog
 from tests.injected_trace import PAYLOAD, local_example
 
 root = Path({root!r})
@@ -251,7 +253,7 @@ for part in (run.facts(), run.timeline(), run.links(), run.table(), view.kernels
 ```
 
 ```python exec="true" session="injected"
-from scripts.markup import code_block
+from scripts.tracefacts.pictures.markup import code_block
 
 print(code_block(run.summary()))
 ```

@@ -12,7 +12,7 @@ from html import unescape
 
 import pytest
 
-from scripts.pages import example
+from scripts.series.pages.helpers import example
 
 # The built page of each post, and its Markdown source (the claims' page).
 POSTS = {
@@ -76,7 +76,7 @@ def test_the_longest_launch_wait_is_the_one_the_raw_trace_gives(key, module):
     exercises), and for the sweep, the block annotation holding its launch is the one named."""
     import importlib
 
-    helper = importlib.import_module(f"scripts.posts.{module}")
+    helper = importlib.import_module(f"scripts.series.pages.posts.{module}")
     events = raw_events(key)
     calls = raw_launches(events)
     waits = [(float(k["ts"]) - raw_span(calls[k["args"]["correlation"]])[1], k["name"], k["args"]["correlation"])
@@ -88,14 +88,14 @@ def test_the_longest_launch_wait_is_the_one_the_raw_trace_gives(key, module):
         start = float(calls[correlation]["ts"])
         blocks = [e for e in events if e.get("cat") == "user_annotation" and re.fullmatch(r"\w+ n=\d+", e["name"])
                   and raw_span(e)[0] <= start < raw_span(e)[1]]
-        from scripts.posts.exercises import annotation_at
+        from scripts.series.pages.posts.exercises import annotation_at
 
         assert annotation_at(example(key), found.launch_ts, r"\w+ n=\d+") == min(blocks, key=lambda e: e["dur"])["name"]
 
 
 def test_gpu_shares_by_name_from_the_raw_trace():
     """Part 2's and Part 3's answers: the GPU time of each activity name over the whole trace."""
-    from scripts.posts.exercises import gpu_time_by_name
+    from scripts.series.pages.posts.exercises import gpu_time_by_name
 
     for key in ("03_simple_mlp/mlp_b64_s128_768x3072_bf16_warm_eager", "04_attention/naive_b8_h16_s1024_d64_bf16_warm"):
         time = Counter()
@@ -113,7 +113,7 @@ def test_gpu_shares_by_name_from_the_raw_trace():
 def test_what_one_step_launches_from_the_raw_trace(key):
     """Parts 3 and 4: per ProfilerStep, the GPU activities whose launch call began in it, and those
     calls by name (a CUDA graph's replay is one call for many kernels)."""
-    from scripts.posts.exercises import step_work
+    from scripts.series.pages.posts.exercises import step_work
 
     events = raw_events(key)
     calls = raw_launches(events)
@@ -135,7 +135,7 @@ def test_what_one_step_launches_from_the_raw_trace(key):
 def test_the_compiled_region_around_addmm_from_the_raw_trace():
     """Part 2's third answer: the Torch-Compiled Region rows' host time in the recorded steps, and
     the aten::addmm inside them."""
-    from scripts.posts.part2 import compiled_region
+    from scripts.series.pages.posts.part2 import compiled_region
 
     key = "02_linear/linear_b1024_32x64_bf16_warm_compile"
     events = raw_events(key)

@@ -1,4 +1,4 @@
-"""Extra artifacts beside a run's trace and table (scripts/catalog.EXTRAS, scripts/extras.py): the
+"""Extra artifacts beside a run's trace and table (scripts/catalog.EXTRAS, scripts/series/runs/extras.py): the
 memory timeline and the CUDA allocator's snapshot are sanitized like a trace, frozen and sealed like
 one, and a change to either is noticed. The snapshot is read without running anything in it, and
 turns back into the pickle PyTorch's memory viewer takes."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import catalog, freeze
-from scripts.extras import ExtraError, plain_unpickle, read_extra, sanitized, viewer_pickle
-from scripts.sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
+from scripts.series.runs import catalog, freeze
+from scripts.series.runs.extras import ExtraError, plain_unpickle, read_extra, sanitized, viewer_pickle
+from scripts.series.runs.sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
 from tests.conftest import all_strings, fake_project
 
 RUN_DIR = "/tmp/freeze-run42/out"

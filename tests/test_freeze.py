@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import catalog, freeze
+from scripts.series.runs import catalog, freeze
 from tests.conftest import ROOT, clean_copy, fake_project, mkdocs_build
 
 # An independent description of what must never be published: absolute POSIX or Windows paths.
@@ -289,7 +289,8 @@ SAYS = {"empty": "is not valid JSON", "not UTF-8": "is not UTF-8 text", "a list"
 
 
 def test_every_malformed_metadata_is_one_line_naming_the_file_and_the_command(frozen_copy, capsys):
-    from scripts import cli, pages
+    from scripts.series import cli
+    from scripts.series.pages import helpers as pages
 
     example, fields = frozen_copy
     fields = {k: v for k, v in fields.items() if k != "meta_sha256"}
@@ -315,7 +316,7 @@ def test_every_malformed_metadata_is_one_line_naming_the_file_and_the_command(fr
 
 
 def test_missing_metadata_names_the_file(frozen_copy, capsys):
-    from scripts import cli
+    from scripts.series import cli
 
     example, _ = frozen_copy
     example.meta_path.unlink()
@@ -349,7 +350,7 @@ def test_the_build_hooks_name_a_broken_metadata_file_and_never_raise_when_not_st
 
     from mkdocs.exceptions import PluginError
 
-    from scripts import mkdocs_hooks, mkdocs_reproducible
+    from scripts.series.mkdocs_glue import hooks as mkdocs_hooks, reproducible as mkdocs_reproducible
 
     example, _ = frozen_copy
     example.meta_path.write_text("{ not json")
@@ -380,7 +381,7 @@ def test_the_build_hooks_name_a_broken_metadata_file_and_never_raise_when_not_st
 def test_a_metadata_file_no_example_owns_is_named_by_the_date_hook(frozen_copy, monkeypatch, caplog):
     import types
 
-    from scripts import mkdocs_reproducible
+    from scripts.series.mkdocs_glue import reproducible as mkdocs_reproducible
 
     orphan = catalog.TRACES / "01_matmul_add" / "gone.meta.json"
     orphan.write_text("[]")
@@ -405,7 +406,7 @@ def test_a_broken_metadata_file_fails_the_strict_build_with_one_message(tmp_path
 def test_a_page_block_that_reads_a_broken_metadata_file_is_one_warning(caplog):
     """markdown-exec logs a failing block with its traceback; under `mkdocs serve` one whose cause is
     unusable metadata is the MetaError's one line."""
-    from scripts import mkdocs_hooks
+    from scripts.series.mkdocs_glue import hooks as mkdocs_hooks
 
     block_logger = logging.getLogger("mkdocs.plugins.markdown_exec.some_module")
     mkdocs_hooks.shorten_metadata_failures()
@@ -415,7 +416,7 @@ def test_a_page_block_that_reads_a_broken_metadata_file_is_one_warning(caplog):
     caplog.set_level("WARNING")
     block_logger.warning("markdown_exec: Execution of python code block exited with errors\n\nCode block is:\n\n"
                          "  run.meta\n\nOutput is:\n\n  Traceback (most recent call last):\n    File ...\n"
-                         f"  scripts.meta.MetaError: {cause}\n")
+                         f"  scripts.series.runs.meta.MetaError: {cause}\n")
     block_logger.warning("markdown_exec: Execution of python code block exited with errors\n  KeyError: 'x'")
     first, other = [r.getMessage() for r in caplog.records]
     assert first.endswith(f"could not run: {cause}") and "\n" not in first and "Traceback" not in first

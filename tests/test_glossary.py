@@ -1,4 +1,4 @@
-"""The glossary (scripts/glossary.py): its one file of entries, and the first use of each entry's
+"""The glossary (scripts/series/pages/glossary.py): its one file of entries, and the first use of each entry's
 words on a page linked to it, in running text only."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from scripts import analysis, glossary
+from scripts.tracefacts.facts import analysis
+from scripts.series.pages import glossary
 from tests.conftest import ROOT
 
 ENTRIES = """# Glossary
@@ -51,7 +52,7 @@ def test_entries_are_read_with_their_terms_and_first_sentence(small):
     assert [e.id for e in small.entries] == ["kernel", "kernel-span", "kernel-wait", "profilerstep"]
     assert small.entries[0].terms == ("kernel", "kernels")
     assert small.entries[0].summary == "A function that runs on the GPU."
-    # a constant of scripts/analysis.py, printed from the code
+    # a constant of scripts/tracefacts/facts/analysis.py, printed from the code
     assert small.entries[2].summary == f"Shorter than {analysis.KERNEL_WAIT_US:g} us."
 
 

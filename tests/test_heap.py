@@ -1,4 +1,4 @@
-"""scripts/heap.py: glibc's threshold for blocks in their own mappings fixed, unless the user set
+"""scripts/tracefacts/model/columnar/heap.py: glibc's threshold for blocks in their own mappings fixed, unless the user set
 glibc's own variable (a subprocess each: the setting lasts for the process)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from scripts.heap import THRESHOLD_ENV
-from scripts.trace import load_trace
+from scripts.tracefacts.model.columnar.heap import THRESHOLD_ENV
+from scripts.tracefacts.model.trace import load_trace
 
-ASK = "from scripts.heap import map_large_blocks; print(map_large_blocks())"
+ASK = "from scripts.tracefacts.model.columnar.heap import map_large_blocks; print(map_large_blocks())"
 
 
 def run(env: dict) -> str:
@@ -34,7 +34,7 @@ def test_set_on_glibc_unless_the_user_set_it():
 def test_the_analyzer_maps_large_blocks_for_large_traces_only(monkeypatch, tmp_path, capsys):
     """The mapping costs system time (fresh pages) and pays only on traces of many millions of
     events: the CLI asks for it once a trace of LARGE_TRACE_EVENTS or more is read, not before."""
-    from scripts import analyze
+    from scripts.tracefacts.entry import cli as analyze
     from tests.fixtures.handmade import two_steps
 
     path = tmp_path / "t.json"

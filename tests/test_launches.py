@@ -1,4 +1,4 @@
-"""The launch calls and GPU activities as columns (scripts/launches.py), held against the Events
+"""The launch calls and GPU activities as columns (scripts/tracefacts/model/launches.py), held against the Events
 they replace in the analyzer's one pass: the same activities and the same call for each, from
 Events or from the columns that loading keeps of those kinds where it skips them, on committed
 traces and on random ones."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts.analysis import COLUMN_KINDS, facts
-from scripts.launches import activity_table, launch_table
-from scripts.trace import LAUNCH_KINDS, build_trace, load_trace
+from scripts.tracefacts.facts.analysis import COLUMN_KINDS, facts
+from scripts.tracefacts.model.launches import activity_table, launch_table
+from scripts.tracefacts.model.trace import LAUNCH_KINDS, build_trace, load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "traces").rglob("*.json.gz"))
@@ -81,9 +81,9 @@ def random_trace(rng: random.Random) -> dict:
 def test_random_launch_calls_from_columns_and_events(tmp_path, monkeypatch, dense):
     """The calls' rows by id, looked up in a table of rows by id or by bisection of the
     sorted ids (ids that span many values), are the Events' calls."""
-    import scripts.launches
+    import scripts.tracefacts.model.launches
 
-    monkeypatch.setattr(scripts.launches, "_DENSE", dense)
+    monkeypatch.setattr(scripts.tracefacts.model.launches, "_DENSE", dense)
     rng = random.Random(5)
     for trial in range(150):
         data = random_trace(rng)
@@ -103,7 +103,7 @@ def test_streams_by_start_from_the_table_order_are_those_of_a_sort(monkeypatch):
     """The index takes each stream's activities in order of start from the activity table's
     own order (by start), equal starts put back in placing order: its gaps and idle times are
     those of a stable sort of each stream's rows (what `_by_start` does)."""
-    from scripts.analysis_index import TraceIndex
+    from scripts.tracefacts.facts.index import TraceIndex
 
     def columns(index) -> tuple:
         return tuple(list(getattr(index, name)) for name in (
@@ -125,9 +125,9 @@ def test_host_work_is_the_union_of_every_op_and_call(tmp_path):
     """The index's host work (the ops' union, joined with the calls as they are) is the union
     of all those rows, taken plainly, whether the calls overlap or not, from Events or from
     skipped columns."""
-    from scripts.analysis_facts import HOST_WORK_KINDS
-    from scripts.analysis_index import _host_work
-    from scripts.intervals import union
+    from scripts.tracefacts.facts.terms import HOST_WORK_KINDS
+    from scripts.tracefacts.facts.index import _host_work
+    from scripts.tracefacts.model.intervals import union
 
     rng = random.Random(13)
     for trial in range(60):
@@ -150,7 +150,7 @@ def test_idle_before_each_activity_is_that_of_a_loop_over_its_gpu(tmp_path):
     """The index's idle time before each activity, by cause, taken a column at a time, is the
     plain loop's: each GPU's activities by start (a stable sort of the placing order), the
     running maximum of the ends before each, the gap split at the end of its launch call."""
-    from scripts.analysis_index import TraceIndex
+    from scripts.tracefacts.facts.index import TraceIndex
 
     rng = random.Random(21)
     for trial in range(150):

@@ -1,10 +1,10 @@
-"""Memory facts (scripts/memory.py) on hand-made `[memory]` events whose peaks are worked out by
+"""Memory facts (scripts/tracefacts/facts/memory.py) on hand-made `[memory]` events whose peaks are worked out by
 hand: two CUDA devices and the CPU, frees before any allocation, windows that cut the peak."""
 
 from __future__ import annotations
 
-from scripts.memory import format_bytes, memory_facts, memory_series, memory_text
-from scripts.trace import Window, build_trace
+from scripts.tracefacts.facts.memory import format_bytes, memory_facts, memory_series, memory_text
+from scripts.tracefacts.model.trace import Window, build_trace
 from tests.fixtures.synth import complete_event as x
 from tests.fixtures.synth import memory_instant as mem
 
@@ -120,8 +120,8 @@ def test_format_bytes():
 
 
 def test_facts_box_shows_the_peak_escaped():
-    from scripts.analysis import facts
-    from scripts.pages import render_facts_box
+    from scripts.tracefacts.facts.analysis import facts
+    from scripts.series.pages.helpers import render_facts_box
 
     t = trace()
     t.by_kind["cpu_op"][-1].name = "aten::<b>add"
@@ -133,8 +133,8 @@ def test_facts_box_shows_the_peak_escaped():
 def test_memory_lane_under_the_timeline():
     import xml.dom.minidom
 
-    from scripts.memory_lane import LANE_H, add_memory_lane
-    from scripts.timeline import render_timeline
+    from scripts.tracefacts.pictures.timeline.memory_lane import LANE_H, add_memory_lane
+    from scripts.tracefacts.pictures.timeline.draw import render_timeline
 
     t = trace()
     t.by_kind["cpu_op"][-1].name = "aten::<b>add"

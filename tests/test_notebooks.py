@@ -22,7 +22,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from scripts import catalog, freeze, notebooks, sanitize
+from scripts.series.runs import catalog, freeze, sanitize
+from scripts.series.notebooks import write as notebooks
 from tests.conftest import ROOT, clean_copy, mkdocs_build
 from tests.site_tools import serve
 from tests.test_release import Site
@@ -111,7 +112,7 @@ def test_every_run_cell_runs_a_snippet_with_a_catalog_examples_arguments(noteboo
 
 
 def expected_output(example: catalog.Example) -> list[tuple[str, str]]:
-    """What the snippet prints, written from its code (checked below), not from scripts/notebooks.py."""
+    """What the snippet prints, written from its code (checked below), not from scripts/series/notebooks/write.py."""
     written = f"traces_nb/{example.snippet}/{example.tag}"
     if example.unavailable_path.exists():
         reason = example.unavailable_path.read_text().strip()
@@ -355,7 +356,7 @@ def test_nav_and_notebooks_page_list_every_notebook(site):
 @pytest.fixture(scope="module")
 def refreshed_copy(tmp_path_factory) -> Path:
     """A copy of the repository where a GPU refresh rewrote one table (its metadata updated, as
-    `scripts.freeze` does) and nobody regenerated the notebooks."""
+    `scripts.series.runs.freeze` does) and nobody regenerated the notebooks."""
     project = clean_copy(tmp_path_factory.mktemp("refreshed"))
     example = catalog.get("01_matmul_add/64_bf16_cold_eager")
     table = project / example.table_path.relative_to(ROOT)
@@ -383,7 +384,7 @@ def test_stale_notebook_only_warns_when_not_strict(refreshed_copy):
     program = textwrap.dedent("""
         import logging, types
         logging.basicConfig(level=logging.WARNING)
-        from scripts import mkdocs_hooks
+        from scripts.series.mkdocs_glue import hooks as mkdocs_hooks
         mkdocs_hooks.on_pre_build(types.SimpleNamespace(strict=False))
         print("BUILD GOES ON")
     """)
@@ -414,7 +415,7 @@ def test_check_command_lists_stale_notebooks_and_regeneration_fixes_them(refresh
 
 
 def test_a_successful_refresh_regenerates_the_notebooks(monkeypatch, capsys):
-    from scripts import cli
+    from scripts.series import cli
 
     written = []
     monkeypatch.setattr(notebooks, "write_all", lambda: written.append(True) or ([], []))

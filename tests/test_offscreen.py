@@ -1,10 +1,10 @@
-"""The runs between a page's top-level headings go into deferred boxes (scripts/offscreen.py);
+"""The runs between a page's top-level headings go into deferred boxes (scripts/series/pages/offscreen.py);
 the headings, the text before the first one and anything that cannot be read with certainty stay
 as they were."""
 
 from __future__ import annotations
 
-from scripts.offscreen import CLOSE, OPEN, defer_offscreen
+from scripts.series.pages.offscreen import CLOSE, OPEN, defer_offscreen
 
 
 def unwrapped(html: str) -> str:

@@ -1,4 +1,4 @@
-"""Shapes, stacks (scripts/ops.py) and the roofline (scripts/roofline.py) on a hand-made trace
+"""Shapes, stacks (scripts/tracefacts/facts/ops.py) and the roofline (scripts/tracefacts/facts/roofline.py) on a hand-made trace
 whose groups, Python lines and roofline numbers are worked out by hand; stacks on a real GPU
 trace recorded with with_stack=True."""
 
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from scripts.ops import (OP_ARG_KINDS, _Nesting, enclosing, is_library_frame, op_facts, self_times,
+from scripts.tracefacts.facts.ops import (OP_ARG_KINDS, _Nesting, enclosing, is_library_frame, op_facts, self_times,
                          short_frame, source_facts)
-from scripts.oprows import Coded
-from scripts.roofline import Roof, Work, kernel_work, op_work, place, roofline
-from scripts.trace import Window, build_trace, load_trace
+from scripts.tracefacts.model.columnar.rows import Coded
+from scripts.tracefacts.facts.roofline import Roof, Work, kernel_work, op_work, place, roofline
+from scripts.tracefacts.model.trace import Window, build_trace, load_trace
 from tests.fixtures.synth import complete_event as x
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,8 +204,8 @@ def test_the_sequence_column_reads_back_every_value():
     """`Sequence number` in 32 bits until a value needs 64 (the column widened then, its marks
     of none moved), any other value beside it: read back as given, in batches of any mix and
     after a reorder, and the forward op of each number as a scan of the values finds it."""
-    from scripts.oprows import MISSING, OpColumns, Sequences
-    from scripts.ops import _forward_ops
+    from scripts.tracefacts.model.columnar.rows import MISSING, OpColumns, Sequences
+    from scripts.tracefacts.facts.ops import _forward_ops
 
     rng = random.Random(11)
     pools = [[1, 7, 4000, -3], [1 << 31, -(1 << 31), (1 << 31) - 1, -(1 << 31) + 1],

@@ -1,4 +1,4 @@
-"""The trace reader (scripts/parse.py): a real trace reshaped into other valid JSON layouts reads
+"""The trace reader (scripts/tracefacts/reading/events.py): a real trace reshaped into other valid JSON layouts reads
 as json reads it, from a file, a pipe or stdin; in time linear in the size whatever the layout;
 and what is not a readable trace gets a one-line TraceError naming the file."""
 
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import catalog, compiled, parse, tracetext
-from scripts.analysis import facts
-from scripts.trace import TraceError, build_trace, load_trace, read_json
+from scripts.series.runs import catalog
+from scripts.tracefacts.reading import msgspec_events as compiled, events as parse, text as tracetext
+from scripts.tracefacts.facts.analysis import facts
+from scripts.tracefacts.model.trace import TraceError, build_trace, load_trace, read_json
 from tests.fixtures.handmade import two_steps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -276,7 +277,7 @@ def test_reads_a_pipe_stdin_and_a_file_object(tmp_path, real, threaded):
     assert rows(load_trace(fifo)) == reference
     writer.join()
 
-    script = ("import json, sys; from scripts.trace import load_trace; "
+    script = ("import json, sys; from scripts.tracefacts.model.trace import load_trace; "
               "t = load_trace(sys.argv[1]); print(json.dumps([len(t.events), t.origin_us]))")
     for arg in ("-", Path("-")):
         done = subprocess.run([sys.executable, "-c", script, str(arg)], input=packed,
@@ -584,7 +585,7 @@ def test_both_paths_give_the_same_model_of_every_committed_trace(path, decoder, 
 
 def test_the_reader_imports_only_the_standard_library():
     """It runs on the bare GPU image and in Pyodide."""
-    script = ("import sys; import scripts.trace, scripts.parse; "
+    script = ("import sys; import scripts.tracefacts.model.trace, scripts.tracefacts.reading.events; "
               "print([m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names "
               "and m.split('.')[0] != 'scripts'])")
     done = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, text=True,

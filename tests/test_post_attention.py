@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from scripts import catalog
+from scripts.series.runs import catalog
 from tests.conftest import ROOT
 from tests.post_helpers import FakeRun, gpu_names_typed
 from tests.test_site import parse, resolve
@@ -132,7 +132,7 @@ NAIVE = "04_attention/naive_b8_h16_s1024_d64_bf16_warm"
 
 
 def test_page_claims_all_hold_and_cover_the_findings(built_site):
-    from scripts.claims import read_listing
+    from scripts.series.pages.claims import read_listing
 
     claims, _ = read_listing(built_site / "claims.json")
     ours = [c for c in claims if c.page.endswith("part-3-attention.md")]
@@ -165,12 +165,12 @@ def test_no_gpu_name_typed_in_the_prose():
     assert not gpu_names_typed(SOURCE)
 
 
-# --- the helpers (scripts/posts/part3.py) ---------------------------------------------------------
+# --- the helpers (scripts/series/pages/posts/part3.py) ---------------------------------------------------------
 
-from scripts.claims import samples  # noqa: E402
-from scripts.pages import example  # noqa: E402
-from scripts.posts import part3 as Q  # noqa: E402
-from scripts.trace import Window, build_trace  # noqa: E402
+from scripts.series.pages.claims import samples  # noqa: E402
+from scripts.series.pages.helpers import example  # noqa: E402
+from scripts.series.pages.posts import part3 as Q  # noqa: E402
+from scripts.tracefacts.model.trace import Window, build_trace  # noqa: E402
 from tests.timeline_traces import HOST_PID, STREAM, _Launcher, _metadata, _top_level  # noqa: E402
 
 

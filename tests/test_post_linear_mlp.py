@@ -7,7 +7,7 @@ from html import unescape
 
 import pytest
 
-from scripts import catalog
+from scripts.series.runs import catalog
 from tests.conftest import ROOT
 from tests.post_helpers import FakeRun, gpu_names_typed
 from tests.test_site import parse, resolve
@@ -151,7 +151,7 @@ SOURCE = ROOT / "docs/blog/posts/part-2-linear-mlp.md"
 
 
 def test_page_claims_all_hold_and_cover_the_findings(built_site):
-    from scripts.claims import read_listing
+    from scripts.series.pages.claims import read_listing
 
     claims, _ = read_listing(built_site / "claims.json")
     ours = [c for c in claims if c.page.endswith("part-2-linear-mlp.md")]
@@ -186,12 +186,12 @@ def test_a_typed_gpu_name_is_found_in_prose_only(tmp_path):
     assert gpu_names_typed(post) == ["Run on an H100."]
 
 
-# --- the helpers (scripts/posts/part2.py) on hand-made inputs --------------------------------------
+# --- the helpers (scripts/series/pages/posts/part2.py) on hand-made inputs --------------------------------------
 
-from scripts.claims import samples  # noqa: E402
-from scripts.posts import lowest, pairwise, pooled  # noqa: E402
-from scripts.posts import part2 as P  # noqa: E402
-from scripts.trace import build_trace  # noqa: E402
+from scripts.series.pages.claims import samples  # noqa: E402
+from scripts.series.pages.posts import lowest, pairwise, pooled  # noqa: E402
+from scripts.series.pages.posts import part2 as P  # noqa: E402
+from scripts.tracefacts.model.trace import build_trace  # noqa: E402
 from tests.timeline_traces import HOST_PID, _Launcher, _metadata, _top_level  # noqa: E402
 
 

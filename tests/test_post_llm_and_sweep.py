@@ -10,15 +10,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from scripts import blocks, catalog, claims
-from scripts.analysis import steady_step
-from scripts.blocks import BatchFacts
-from scripts.pages import format_us
-from scripts.pages_sweeps import llama_parameters, snippet_defaults
-from scripts.posts import part4 as P
-from scripts.posts import ratio_text
-from scripts.posts import sweep as S
-from scripts.trace import load_trace, select_window
+from scripts.tracefacts.facts import blocks
+from scripts.series.runs import catalog
+from scripts.series.pages import claims
+from scripts.tracefacts.facts.analysis import steady_step
+from scripts.tracefacts.facts.blocks import BatchFacts
+from scripts.series.pages.helpers import format_us
+from scripts.series.pages.sweeps import llama_parameters, snippet_defaults
+from scripts.series.pages.posts import part4 as P
+from scripts.series.pages.posts import ratio_text
+from scripts.series.pages.posts import sweep as S
+from scripts.tracefacts.model.trace import load_trace, select_window
 from tests.conftest import ROOT
 from tests.test_blocks import gpu, launch, write_trace
 from tests.test_site import parse, resolve
@@ -128,8 +130,8 @@ def test_part4_says_which_window_each_gpu_busy_figure_is_of(part4):
 @pytest.mark.parametrize("run", DRAWN)
 def test_part4_timelines_badge_agrees_with_the_prose(built_site, part4, run):
     """The badge of the picture names the verdict the prose states for the run."""
-    from scripts.pages import example
-    from scripts.posts import verdict
+    from scripts.series.pages.helpers import example
+    from scripts.series.pages.posts import verdict
 
     _, _, text = part4
     trace = load_trace(B1[run].trace_path)
@@ -241,7 +243,7 @@ def test_sweep_table_has_a_row_per_block(sweep_page):
 
 
 def test_plots_are_deterministic():
-    from scripts.plots import sweep_times, tokens_per_second
+    from scripts.series.pages.plots import sweep_times, tokens_per_second
 
     sweep = blocks.sweep(load_trace(SWEEP_EXAMPLE.trace_path))
     assert sweep_times(sweep) == sweep_times(sweep)
@@ -261,13 +263,13 @@ def test_landing_page_and_part3_lead_to_part4(built_site):
 def test_sweep_refresh_fits_in_two_minutes_and_the_page_says_so(sweep_page):
     _, _, text = sweep_page
     wall = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192")
-    seconds = __import__("scripts.freeze", fromlist=["read_meta"]).read_meta(wall).wall_time_s
+    seconds = __import__("scripts.series.runs.freeze", fromlist=["read_meta"]).read_meta(wall).wall_time_s
     assert seconds < 120, "the sweep page's refresh must fit in two minutes on the GPU"
     assert f"it took {seconds:.0f} s from start to exit" in text
 
 
 def test_sweep_page_links_part1_notebook_which_runs_the_sweep(built_site, sweep_page):
-    from scripts import notebooks
+    from scripts.series.notebooks import write as notebooks
 
     _, elements, _ = sweep_page
     hrefs = [a.get("href", "") for a in elements.find("a")]
@@ -296,7 +298,7 @@ def test_the_pages_state_their_findings_as_claims_that_hold(built_site, page):
     assert {c.outcome for c in mine} & {"lower", "higher", "indistinguishable"}
 
 
-# --- the per-step samples (scripts.blocks) --------------------------------------------------------
+# --- the per-step samples (scripts.tracefacts.facts.blocks) --------------------------------------------------------
 
 
 @pytest.mark.parametrize("example", catalog.PART4, ids=lambda e: e.tag)
@@ -327,7 +329,7 @@ def test_sweep_steps_are_the_steps_of_each_block():
 
 
 def test_sweep_pace_is_start_to_next_start():
-    class Run:  # what scripts.posts.sweep reads of a run
+    class Run:  # what scripts.series.pages.posts.sweep reads of a run
         example = SimpleNamespace(key="synthetic")
         trace_input = None
 

@@ -10,9 +10,10 @@ from statistics import median
 
 import pytest
 
-from scripts import catalog, claims
-from scripts.pages import example
-from scripts.posts import part5 as P
+from scripts.series.runs import catalog
+from scripts.series.pages import claims
+from scripts.series.pages.helpers import example
+from scripts.series.pages.posts import part5 as P
 from tests.test_blocks import gpu, launch, write_trace
 
 PAGE = "docs/blog/posts/part-5-memory-shapes-stacks-roofline.md"
@@ -72,7 +73,7 @@ def test_decode_reads_every_weight_and_the_cache():
 
 @pytest.mark.parametrize("variant", ["baseline", "checkpoint"])
 def test_memory_peak_is_the_highest_total_allocated_of_the_memory_events(variant):
-    """The analyzer's peak (scripts.memory, through the post's helper) against a plain loop over the
+    """The analyzer's peak (scripts.tracefacts.facts.memory, through the post's helper) against a plain loop over the
     trace's [memory] instants on the GPU."""
     events = [e for e in raw(MEM[variant]) if e.get("name") == "[memory]" and e["args"].get("Device Type") == 1]
     assert events, "the memory run's trace has [memory] events on the GPU"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from mkdocs.utils.meta import get_data
 
-from scripts import logo
+from scripts.series.pages import logo
 from tests.conftest import ROOT
 from tests.test_release import Site
 
@@ -124,7 +124,7 @@ def test_the_committed_logo_is_what_scripts_logo_draws(tmp_path):
     written = logo.write(tmp_path)
     for path in written:
         committed = ROOT / "docs" / "assets" / path.name
-        assert committed.read_bytes() == path.read_bytes(), f"{committed.name}: run python -m scripts.logo"
+        assert committed.read_bytes() == path.read_bytes(), f"{committed.name}: run python -m scripts.series.pages.logo"
     assert png_size(written[1].read_bytes()) == (logo.PNG_PIXELS, logo.PNG_PIXELS)
     ET.fromstring(written[0].read_text())  # well-formed SVG
 

@@ -1,4 +1,4 @@
-"""Several ranks of one run (scripts/ranks.py, `analyze.py DIR`): hand-worked NCCL traces of two
+"""Several ranks of one run (scripts/tracefacts/facts/ranks.py, `analyze.py DIR`): hand-worked NCCL traces of two
 ranks, one late on purpose (tests/fixtures/synth.ddp_rank_trace's docstring works out every
 number), agreement with HTA's communication-computation overlap on the same traces, the process
 pool against the in-process path, and real gloo traces from snippets/09_ddp.py on the CPU."""
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import analyze
-from scripts.ranks import cross_rank, facts_of_rank, rank_facts, rank_files, read_ranks
-from scripts.trace import build_trace
+from scripts.tracefacts.entry import cli as analyze
+from scripts.tracefacts.facts.ranks import cross_rank, facts_of_rank, rank_facts, rank_files, read_ranks
+from scripts.tracefacts.model.trace import build_trace
 from tests.conftest import ROOT
 from tests.fixtures.synth import Spec, ddp_rank_trace, synth_trace, write_trace
 

@@ -160,7 +160,7 @@ def test_each_post_weighs_under_a_megabyte(site):
 # --- reproducible builds -------------------------------------------------------------------------
 
 # Files allowed to differ between two builds of one commit, with the reason. Keep it empty: remove
-# what differs at its source (scripts/mkdocs_reproducible.py dates the build by its content).
+# what differs at its source (scripts/series/mkdocs_glue/reproducible.py dates the build by its content).
 MAY_DIFFER: dict[str, str] = {}
 
 
@@ -195,7 +195,7 @@ def test_no_page_names_the_directory_it_was_built_in(built_site):
 
 
 def test_sitemap_dates_come_from_the_content(built_site):
-    from scripts.mkdocs_reproducible import content_date
+    from scripts.series.mkdocs_glue.reproducible import content_date
     from tests.conftest import ROOT
 
     newest = content_date(ROOT / "docs", ROOT / "traces")

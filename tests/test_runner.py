@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import catalog, cli, freeze, runner
-from scripts.samples import samples_of
-from scripts.trace import build_trace
+from scripts.series.runs import catalog, freeze, runner
+from scripts.series import cli
+from scripts.series.runs.samples import samples_of
+from scripts.tracefacts.model.trace import build_trace
 from tests.conftest import ROOT, fake_project
 
 pytestmark = pytest.mark.skipif(not runner.fork_available(), reason="the fork server needs Linux")
@@ -473,7 +474,7 @@ def test_the_refresh_path_imports_only_the_standard_library():
         import sys
         sys.modules["torch"] = None  # importing torch fails
         before = set(sys.modules)
-        import scripts.cli, scripts.freeze, scripts.runner, scripts.samples, scripts.forkserver
+        import scripts.series.cli, scripts.series.runs.freeze, scripts.series.runs.runner, scripts.series.runs.samples, scripts.series.runs.forkserver
         added = {name.split(".")[0] for name in set(sys.modules) - before}
         print(sorted(added - set(sys.stdlib_module_names) - {"scripts"}))
     ''')

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scripts.samples import samples_of
-from scripts.trace import build_trace
+from scripts.series.runs.samples import samples_of
+from scripts.tracefacts.model.trace import build_trace
 
 
 def x(name, cat, ts, dur, pid=1, tid=1, **args):

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import catalog, sanitize
-from scripts.extras import SNAPSHOT_NUMBER_KEYS, read_extra
-from scripts.sanitize import Scrubber, sanitize_trace, sanitize_value
+from scripts.series.runs import catalog, sanitize
+from scripts.series.runs.extras import SNAPSHOT_NUMBER_KEYS, read_extra
+from scripts.series.runs.sanitize import Scrubber, sanitize_trace, sanitize_value
 from tests.conftest import ROOT
 
 RUN_DIR = Path("/tmp/freeze-abc123")

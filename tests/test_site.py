@@ -10,7 +10,8 @@ from urllib.parse import unquote, urljoin
 
 import pytest
 
-from scripts import catalog, claims, freeze
+from scripts.series.runs import catalog, freeze
+from scripts.series.pages import claims
 from tests.conftest import ROOT, clean_copy, mkdocs_build
 
 PART1_PAGE = "blog/matmul-add/index.html"
@@ -121,7 +122,7 @@ def test_no_share_link_without_https_site_url(part1):
 def test_caption_names_the_run(part1):
     html, _ = part1
     meta = catalog.get("01_matmul_add/64_bf16_cold_eager")
-    from scripts.freeze import read_meta
+    from scripts.series.runs.freeze import read_meta
 
     env = read_meta(meta).environment
     assert env.gpu in html and env.torch in html
@@ -154,7 +155,7 @@ def test_https_site_url_adds_shareable_perfetto_links(tmp_path, monkeypatch):
         assert (project / "site" / url.removeprefix("https://example.org/profiling/")).is_file()
     # The notebooks a reader downloads (to run on Colab, say) fetch the snippets from the published
     # site, never from the local default address.
-    from scripts import notebooks
+    from scripts.series.notebooks import write as notebooks
 
     for notebook in notebooks.NOTEBOOKS:
         served = (project / "site" / notebook.download_url).read_text()
@@ -163,7 +164,7 @@ def test_https_site_url_adds_shareable_perfetto_links(tmp_path, monkeypatch):
 
 
 def test_guide_prints_the_thresholds_the_code_uses(built_site):
-    from scripts import analysis
+    from scripts.tracefacts.facts import analysis
 
     guide = (built_site / "guide" / "analyze-your-trace" / "index.html").read_text()
     for name in ("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "KERNEL_WAIT_US"):
@@ -194,18 +195,18 @@ def test_every_frozen_run_is_shown_and_every_run_a_page_reads_has_its_buttons(bu
 
 
 def test_a_catalog_example_no_page_shows_is_reported():
-    from scripts.mkdocs_hooks import unshown_examples
+    from scripts.series.mkdocs_glue.hooks import unshown_examples
 
     everything = {e.key for e in catalog.EXAMPLES}
     assert unshown_examples(everything) == []
     (message,) = unshown_examples(everything - {"01_matmul_add/64_bf16_warm_compile"})
-    assert "01_matmul_add/64_bf16_warm_compile" in message and "scripts/catalog.py" in message
+    assert "01_matmul_add/64_bf16_warm_compile" in message and "scripts/series/runs/catalog.py" in message
 
 
 def test_materials_bundle_compiles_while_it_downloads_and_its_map_still_points_home(built_site):
     """The compile hint is the bundle's first line (V8 reads it only there), and the source map
     moved with it: the hint's line maps nowhere, and every line of code maps somewhere."""
-    from scripts.mkdocs_hooks import COMPILE_HINT
+    from scripts.series.mkdocs_glue.hooks import COMPILE_HINT
 
     bundles = list((built_site / "assets" / "javascripts").glob("bundle.*.min.js"))
     assert len(bundles) == 1

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts import glossary, markup
+from scripts.series.pages import glossary
+from scripts.tracefacts.pictures import markup
 from tests.conftest import ROOT
 from tests.site_tools import posts, site_pages
 
@@ -24,7 +25,7 @@ def entries() -> glossary.Glossary:
 
 class Article(HTMLParser):
     """The page's article, read in order: each text run, whether a glossary link may sit there
-    (outside the elements scripts/glossary.py skips), the glossary link it is in, and the text of
+    (outside the elements scripts/series/pages/glossary.py skips), the glossary link it is in, and the text of
     each <code> element."""
 
     def __init__(self):
@@ -147,7 +148,7 @@ def test_heading_anchors_are_the_headings_own(built_site):
 
 
 def test_glossary_page_prints_the_analyzers_constants(built_site):
-    from scripts import analysis
+    from scripts.tracefacts.facts import analysis
 
     html = unescape((built_site / GLOSSARY_PAGE / "index.html").read_text())
     text = re.sub(r"<!--.*?-->", "", html, flags=re.S)
@@ -173,7 +174,7 @@ def test_every_post_links_the_cheatsheet_and_perfetto_in_five_minutes(built_site
 def test_perfetto_page_queries_its_own_trace_and_shows_what_the_query_returns(built_site):
     """The SQL's answer on the page is what the query computes over the trace's raw events: a
     `slice` row per complete event, `category` its `cat` (read here from the JSON itself, not
-    through scripts.trace)."""
+    through scripts.tracefacts.model.trace)."""
     import gzip
     import json
     from collections import defaultdict
@@ -228,7 +229,7 @@ def test_blog_index_lists_the_posts_newest_first_each_part_after_the_one_before(
 
 
 def test_home_page_names_one_date_when_all_runs_share_it(built_site):
-    from scripts import catalog, freeze
+    from scripts.series.runs import catalog, freeze
 
     days = sorted({freeze.read_meta(item).day for item in catalog.EXAMPLES if item.meta_path.exists()})
     home = unescape(re.sub(r"<[^>]+>", "", (built_site / "index.html").read_text(encoding="utf-8")))
@@ -239,7 +240,7 @@ def test_home_page_names_one_date_when_all_runs_share_it(built_site):
 
 
 def test_facts_boxes_shorten_the_top_kernels_name_and_keep_it_whole_on_hover(built_site):
-    from scripts.analysis import short_name
+    from scripts.tracefacts.facts.analysis import short_name
 
     shortened = 0
     for page in site_pages(built_site):

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from scripts.table import parse_table
-from scripts.trace import load_trace
+from scripts.tracefacts.pictures.profiler_table import parse_table
+from scripts.tracefacts.model.trace import load_trace
 from tests.conftest import ROOT
 
 pytest.importorskip("torch")

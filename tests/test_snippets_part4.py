@@ -25,9 +25,9 @@ import sys
 
 import pytest
 
-from scripts import catalog, freeze
-from scripts.table import parse_table
-from scripts.trace import load_trace
+from scripts.series.runs import catalog, freeze
+from scripts.tracefacts.pictures.profiler_table import parse_table
+from scripts.tracefacts.model.trace import load_trace
 from tests.conftest import ROOT
 from tests.snippet_runs import run_on_cpu, written
 

@@ -17,10 +17,10 @@ import sys
 
 import pytest
 
-from scripts import catalog, freeze
-from scripts.extras import sanitized, viewer_pickle
-from scripts.sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
-from scripts.trace import load_trace
+from scripts.series.runs import catalog, freeze
+from scripts.series.runs.extras import sanitized, viewer_pickle
+from scripts.series.runs.sanitize import TRACE_NUMBER_KEYS, Scrubber, sanitize_trace
+from scripts.tracefacts.model.trace import load_trace
 from tests.conftest import ROOT
 from tests.snippet_runs import run_on_cpu
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.table import TableError, parse_table, render_table, to_us
+from scripts.tracefacts.pictures.profiler_table import TableError, parse_table, render_table, to_us
 from tests.conftest import ROOT
 
 TABLE = (ROOT / "traces/01_matmul_add/64_bf16_cold_eager.txt").read_text()
@@ -67,7 +67,7 @@ def cells_of(html: str, row_pattern: str) -> list[str]:
 def test_first_needed_columns_show_the_rest_are_one_switch_away():
     import re
 
-    from scripts.table import first_columns
+    from scripts.tracefacts.pictures.profiler_table import first_columns
 
     table = parse_table(TABLE)
     assert first_columns(table) == ("Name", "Self CPU", "Self CUDA", "CUDA total", "# of Calls")
@@ -80,7 +80,7 @@ def test_first_needed_columns_show_the_rest_are_one_switch_away():
 
 
 def test_the_sort_column_always_shows():
-    from scripts.table import ProfilerTable, first_columns
+    from scripts.tracefacts.pictures.profiler_table import ProfilerTable, first_columns
 
     table = ProfilerTable(columns=("Name", "Self CPU", "CPU total", "Self CUDA", "# of Calls"),
                           rows=(("a", "1us", "9us", "0us", "1"), ("b", "2us", "3us", "1us", "1")), totals=())
@@ -94,7 +94,7 @@ def test_the_sort_column_always_shows():
 def test_each_total_stands_under_the_column_it_adds_up():
     import re
 
-    from scripts.table import first_columns
+    from scripts.tracefacts.pictures.profiler_table import first_columns
 
     table = parse_table(TABLE)
     html = render_table(table)
@@ -109,8 +109,8 @@ def test_each_total_stands_under_the_column_it_adds_up():
 
 
 def test_long_names_are_shortened_with_the_profilers_name_kept():
-    from scripts.analysis import short_name
-    from scripts.markup import escape
+    from scripts.tracefacts.facts.analysis import short_name
+    from scripts.tracefacts.pictures.markup import escape
 
     table = parse_table(TABLE)
     html = render_table(table)

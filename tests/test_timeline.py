@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from scripts import timeline_style as style
-from scripts.timeline import render_timeline, render_timeline_file
-from scripts.timeline_geometry import Box, LabelRequest, Link, Span, merge_spans, nice_ticks, place_labels
-from scripts.timeline_headline import facts_headline
-from scripts.timeline_layout import layout_timeline, thin_links
-from scripts.timeline_style import KIND_STYLES
-from scripts.timeline_svg import svg_of
-from scripts.trace import Window, build_trace, select_window
-from scripts.units import format_us
+from scripts.tracefacts.pictures.timeline import style as style
+from scripts.tracefacts.pictures.timeline.draw import render_timeline, render_timeline_file
+from scripts.tracefacts.pictures.timeline.geometry import Box, LabelRequest, Link, Span, merge_spans, nice_ticks, place_labels
+from scripts.tracefacts.pictures.timeline.headline import facts_headline
+from scripts.tracefacts.pictures.timeline.layout import layout_timeline, thin_links
+from scripts.tracefacts.pictures.timeline.style import KIND_STYLES
+from scripts.tracefacts.pictures.timeline.svg import svg_of
+from scripts.tracefacts.model.trace import Window, build_trace, select_window
+from scripts.tracefacts.model.units import format_us
 from tests.timeline_traces import GEMM_KERNEL, TEMPLATE_KERNEL, cpu_trace, gpu_trace, large_gpu_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -360,7 +360,7 @@ def test_facts_headline_is_optional_and_defensive(gpu):
 
 
 def test_labels_spell_durations_with_the_pages_one_formatter():
-    """Gap labels and tooltips go through scripts.pages.format_us, as the prose around the picture
+    """Gap labels and tooltips go through scripts.series.pages.helpers.format_us, as the prose around the picture
     does: a 59 ms gap reads '59 ms' there and here, never '59.0 ms'."""
     raw = gpu_trace()
     scale = 59_000 / 558  # the 558 us host-only stretch becomes 59 ms
@@ -449,7 +449,7 @@ def test_headline_uses_the_facts_of_the_drawn_window(gpu):
 
 
 def test_headline_from_the_analyzer_when_it_is_there(gpu):
-    analysis = pytest.importorskip("scripts.analysis")
+    analysis = pytest.importorskip("scripts.tracefacts.facts.analysis")
     window = select_window(gpu)
     drawn = analysis.facts(gpu, window=window).window
     svg = render_timeline(gpu, window, facts=analysis.facts(gpu, window=window))
@@ -461,7 +461,7 @@ def test_headline_from_the_analyzer_when_it_is_there(gpu):
 def test_same_bytes_under_any_hash_seed(gpu_svg):
     """String hashing differs between processes: no set or dict order may leak into the output."""
     code = (
-        "import sys; from scripts.trace import build_trace; from scripts.timeline import render_timeline; "
+        "import sys; from scripts.tracefacts.model.trace import build_trace; from scripts.tracefacts.pictures.timeline.draw import render_timeline; "
         "from tests.timeline_traces import gpu_trace; "
         "source = '/home/someone/private/runs/synthetic.json'; "
         "sys.stdout.write(render_timeline(build_trace(gpu_trace(), source=source)))"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from scripts import analysis
-from scripts.analysis import facts, steady_step, summary_text
-from scripts.trace import build_trace
+from scripts.tracefacts.facts import analysis
+from scripts.tracefacts.facts.analysis import facts, steady_step, summary_text
+from scripts.tracefacts.model.trace import build_trace
 from tests.fixtures.handmade import GEMM, TraceWriter
 
 

@@ -1,5 +1,5 @@
 """Synthetic Kineto-format traces for the timeline tests: small hand-shaped GPU traces and a large
-one for the speed and size test. Each returns the dict that `scripts.trace.build_trace` reads."""
+one for the speed and size test. Each returns the dict that `scripts.tracefacts.model.trace.build_trace` reads."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 // The in-browser analyzer's worker: Pyodide (CPython compiled to WebAssembly, served by this site)
-// running the command line's own Python code (scripts/browser.py) on a dropped trace. A worker, so
+// running the command line's own Python code (scripts/tracefacts/entry/browser.py) on a dropped trace. A worker, so
 // that the page stays responsive and shows progress while Python works; one trace at a time, and
 // one more to compare with it (before and after).
 //
@@ -15,7 +15,7 @@
 // requests are for this site's own Pyodide and Python files.
 
 const UPLOAD = "/tmp/trace"; // where the dropped file is written, in Pyodide's in-memory file system
-const PACKAGE = "/lib/analyzer"; // holds scripts/<module>.py
+const PACKAGE = "/lib/analyzer"; // holds tracefacts/<stage>/<module>.py, the analyzer package alone
 
 let browser = null;
 
@@ -84,13 +84,15 @@ async function start({ pyodide, python, modules }) {
     limit.cancel();
   }
   const sources = await Promise.all(
-    modules.map((name) => fetchText(new URL(`scripts/${name}.py`, python).href)),
+    modules.map((name) => fetchText(new URL(`${name}.py`, python).href)),
   );
-  py.FS.mkdirTree(`${PACKAGE}/scripts`);
-  modules.forEach((name, i) => py.FS.writeFile(`${PACKAGE}/scripts/${name}.py`, sources[i]));
+  modules.forEach((name, i) => {
+    py.FS.mkdirTree(`${PACKAGE}/${name.slice(0, name.lastIndexOf("/"))}`);
+    py.FS.writeFile(`${PACKAGE}/${name}.py`, sources[i]);
+  });
   py.runPython(`import sys; sys.path.insert(0, "${PACKAGE}")`);
-  browser = py.pyimport("scripts.browser");
-  py.pyimport("scripts.timeline"); // compiled now, not while the reader waits for the picture
+  browser = py.pyimport("tracefacts.entry.browser");
+  py.pyimport("tracefacts.pictures.timeline.draw"); // compiled now, not while the reader waits for the picture
   self.pyodide = py;
   post({ type: "ready", seconds: seconds(began) });
 }

@@ -146,8 +146,8 @@ if (root) {
     $(".analyzer-title").textContent =
       `${name}: ${f.events.toLocaleString("en")} events, ` +
       `${steps} ProfilerStep${steps === 1 ? "" : "s"}` + (f.gpus.length ? `, ${f.gpus.join(", ")}` : "");
-    $(".analyzer-facts").innerHTML = result.facts_box; // escaped by scripts/markup.py
-    $(".analyzer-steps").innerHTML = result.steps_table || ""; // escaped by scripts/markup.py
+    $(".analyzer-facts").innerHTML = result.facts_box; // escaped by scripts/tracefacts/pictures/markup.py
+    $(".analyzer-steps").innerHTML = result.steps_table || ""; // escaped by scripts/tracefacts/pictures/markup.py
     $(".analyzer-summary").textContent = result.summary;
     figure.hidden = true;
     output.hidden = false;
@@ -212,7 +212,7 @@ if (root) {
     const d = result.diff;
     $(".analyzer-diff-title").textContent =
       `Before and after: ${before} → ${name}, ${d.before.verdict.label} → ${d.after.verdict.label}`;
-    $(".analyzer-diff-table").innerHTML = result.table; // escaped by scripts/markup.py
+    $(".analyzer-diff-table").innerHTML = result.table; // escaped by scripts/tracefacts/pictures/markup.py
     compared.hidden = false;
     root.analyzerDiff = d; // what analyze.py BEFORE AFTER --diff --json prints
   }

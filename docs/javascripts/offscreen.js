@@ -1,5 +1,5 @@
 // Links into a long page land where they point. The runs between headings are laid out only
-// near the screen (scripts/offscreen.py, `content-visibility: auto`), so until then they have a
+// near the screen (scripts/series/pages/offscreen.py, `content-visibility: auto`), so until then they have a
 // placeholder's height, and a jump to a heading far down (a link with #anchor from another page
 // or a search result, a footnote, the table of contents) could land where the placeholders put
 // it. On such a jump the page is laid out for real, as it was before deferring, and the target

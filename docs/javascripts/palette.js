@@ -1,4 +1,4 @@
-// The light/dark switch in the header, in place of Material's own (scripts/mkdocs_hooks.py inlines
+// The light/dark switch in the header, in place of Material's own (scripts/series/mkdocs_glue/hooks.py inlines
 // this right after the header, removes Material's inline palette script and unhooks Material's
 // palette component).
 //

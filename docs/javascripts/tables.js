@@ -1,4 +1,4 @@
-// The profiler tables' switch (scripts/table.py): the page holds each table's short view, and
+// The profiler tables' switch (scripts/tracefacts/pictures/profiler_table.py): the page holds each table's short view, and
 // its full view (every column, the profiler's own names) waits in a <template> until asked for,
 // so that a long post's document holds only what shows. The switch swaps the two; the one not
 // shown goes back into the template. Without this script the switch stays hidden.

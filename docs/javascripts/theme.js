@@ -1,5 +1,5 @@
 // Material's script, run once the page's content has been painted, not while the page loads
-// (scripts/mkdocs_hooks.py inlines this in place of the <script> that loaded the bundle, whose
+// (scripts/series/mkdocs_glue/hooks.py inlines this in place of the <script> that loaded the bundle, whose
 // address it keeps in `data-md-bundle`).
 //
 // Why: at the end of the page, Material's bundle ran inside the task that parsed the content, so

@@ -14,7 +14,7 @@ installed, a "read only" row times reading alone (decompress, decode every event
 nothing): the floor under an analyzer that decodes the whole file with msgspec in one thread,
 so HTA's time over it is the ceiling of the HTA/ours ratio on that trace for such a design. Wall time includes
 interpreter start and imports on both sides; CPU time includes the analyzer's forked child
-(scripts/beside.py); peak memory is the larger of the process's maximum resident set and its
+(scripts/tracefacts/entry/beside.py); peak memory is the larger of the process's maximum resident set and its
 process tree's summed PSS, sampled every 20 ms (the analyzer and its child together).
 Each side runs once untimed first, with bytecode caching on (as a user's first run leaves it):
 HTA's modules come compiled with its install, ours are compiled by that run, and the file is
@@ -90,7 +90,7 @@ def child_env() -> dict[str, str]:
 
 def measure(command: list[str], env: dict | None = None) -> Run:
     """Run a command to completion; its wall time, CPU time (its children's included) and peak
-    memory: the larger of its own peak resident set and its process tree's peak (scripts/beside.py
+    memory: the larger of its own peak resident set and its process tree's peak (scripts/tracefacts/entry/beside.py
     forks a child beside the facts), sampled."""
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.site_tools import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
 
-DETAILS_KEYS = {"memory", "ops"}  # what scripts.details adds to analyze.py --json
+DETAILS_KEYS = {"memory", "ops"}  # what scripts.tracefacts.facts.details adds to analyze.py --json
 LARGEST = ROOT / "traces" / "train_step" / "train_b16_s10_stack.json.gz"
 PAGE = "guide/analyze-in-browser/"
 DONE = """() => { const root = document.querySelector('.trace-analyzer');

@@ -4,7 +4,7 @@ fresh process, on the largest committed trace, a ~100 MB synthetic one, and resh
     .venv/bin/python tests/benchmarks/bench_parse.py [--before REF] [--repeat N] [--timeout S]
         [--mb 100] [--cases NAME,...]
 
-REF (default: the commit before `scripts/parse.py` was added) is extracted with `git archive`
+REF (default: the commit before `scripts/tracefacts/reading/events.py` was added) is extracted with `git archive`
 into a temporary folder and imported from there; "after" is this checkout. The cases:
 
 - `committed`: the largest `.json.gz` under traces/ (Kineto's layout, re-serialized compact);
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOAD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from scripts.trace import TraceError, load_trace
+from scripts.tracefacts.model.trace import TraceError, load_trace
 start = time.perf_counter()
 try:
     trace = load_trace(sys.argv[2])
@@ -54,7 +54,7 @@ print(seconds, count, int(peak) / 1024)
 
 def baseline_ref() -> str:
     added = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--format=%H", "--", "scripts/parse.py"],
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "scripts/tracefacts/reading/events.py"],
         cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     return f"{added[-1]}^" if added else "HEAD"
 

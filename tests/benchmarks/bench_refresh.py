@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from scripts import catalog, freeze, runner  # noqa: E402
-from scripts.samples import samples_of  # noqa: E402
-from scripts.trace import build_trace  # noqa: E402
+from scripts.series.runs import catalog, freeze, runner  # noqa: E402
+from scripts.series.runs.samples import samples_of  # noqa: E402
+from scripts.tracefacts.model.trace import build_trace  # noqa: E402
 
 CPU_EXAMPLES = (
     catalog.Example("01_matmul_add", "64_bf16_cold_eager", ("--device", "cpu", "--size", "64")),

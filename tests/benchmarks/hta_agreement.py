@@ -62,8 +62,8 @@ def hta_idle_pct(rows) -> float:
 
 
 def report(path: Path) -> None:
-    from scripts.analysis import facts
-    from scripts.trace import load_trace
+    from scripts.tracefacts.facts.analysis import facts
+    from scripts.tracefacts.model.trace import load_trace
     mine = facts(load_trace(path)).temporal_breakdown
     rows, _ = hta_rows(path)
     theirs = hta_idle_pct(rows)

@@ -1,0 +1,306 @@
+"""The companion notebooks' contents: one entry per part, each a list of markdown cells and
+examples to run (scripts/series/notebooks/write.py builds, checks and publishes them from these).
+
+Standard library only, like scripts/series/notebooks/write.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..runs import catalog
+from ..runs.catalog import ROOT, Example
+
+NOTEBOOKS_DIR = ROOT / "docs" / "notebooks"
+
+
+@dataclass(frozen=True)
+class Run:
+    """An example of scripts/series/runs/catalog.py, run by its snippet, and what to look for in its output."""
+
+    key: str
+    look_for: str  # one or two sentences of markdown; no numbers: those live in the outputs
+
+
+@dataclass(frozen=True)
+class Notebook:
+    part: int
+    slug: str  # the post's slug: the post is blog/<slug>/, the notebook part-<part>-<slug>.ipynb
+    title: str
+    intro: str  # markdown, after the title
+    cells: tuple[str | Run, ...]  # markdown text, or an example to run
+
+    @property
+    def name(self) -> str:
+        return f"part-{self.part}-{self.slug}"
+
+    @property
+    def path(self) -> Path:
+        return NOTEBOOKS_DIR / f"{self.name}.ipynb"
+
+    @property
+    def docs_path(self) -> str:
+        """The notebook as mkdocs names it, relative to docs/."""
+        return f"notebooks/{self.name}.ipynb"
+
+    @property
+    def page_url(self) -> str:
+        """Site-relative URL of the rendered notebook."""
+        return f"notebooks/{self.name}/"
+
+    @property
+    def download_url(self) -> str:
+        """Site-relative URL of the downloadable copy (mkdocs-jupyter's include_source)."""
+        return f"{self.page_url}{self.name}.ipynb"
+
+    @property
+    def post_url(self) -> str:
+        return f"blog/{self.slug}/"
+
+    @property
+    def runs(self) -> list[Run]:
+        return [cell for cell in self.cells if isinstance(cell, Run)]
+
+    @property
+    def examples(self) -> list[Example]:
+        return [catalog.get(run.key) for run in self.runs]
+
+    @property
+    def snippets(self) -> list[str]:
+        """The snippet files its cells run, in order of first use."""
+        return list(dict.fromkeys(example.script.name for example in self.examples))
+
+
+
+# --- the notebooks ------------------------------------------------------------------------------
+
+P1 = "01_matmul_add/"
+P2_MLP = "mlp_b64_s128_768x3072_bf16_warm"
+P3 = "b8_h16_s1024_d64"
+P4 = "05_llm_inference"
+
+NOTEBOOKS: tuple[Notebook, ...] = (
+    Notebook(
+        part=1,
+        slug="matmul-add",
+        title="Part 1 notebook: x @ w + b",
+        intro=(
+            "Every example of Part 1, the profile of `torch.add(torch.matmul(x, w), b)` at two sizes, "
+            "cold and warm, eager and compiled, with the profiler's schedule, a batch dimension and "
+            "the data type varied one at a time."
+        ),
+        cells=(
+            "## 64×64: how busy is the GPU?",
+            Run(P1 + "64_bf16_cold_eager",
+                "Read the two totals at the foot of the table first: how does the CPU's compare with the "
+                "GPU's? The post reads them for its run and gives the analyzer's verdict. `matmul_add` has "
+                "two rows: the CPU label, and its span on the GPU lane, which counts the idle time between "
+                "its kernels."),
+            "## 4096×4096: does the GPU become the bottleneck?",
+            Run(P1 + "4096_bf16_cold_eager",
+                "Compare the two totals with the 64×64 run's, and find the GEMM kernel's share of the CUDA "
+                "time (its name depends on the GPU). The post says, from its runs, what the analyzer calls "
+                "this program."),
+            "## Warm runs",
+            Run(P1 + "64_bf16_warm_eager",
+                "`--warmup` runs three untimed steps before the profiler starts. Compare this table "
+                "and its trace with the cold one: do the recorded steps reach `aten::matmul` sooner? The "
+                "post compares them step by step and says which way it went on its GPU."),
+            Run(P1 + "4096_bf16_warm_eager",
+                "The GEMM row averages three calls. Open the trace to see each one and compare their "
+                "durations from step to step."),
+            "## The cold start and the profiler's own bookkeeping",
+            Run(P1 + "64_bf16_cold_eager_s0-0-3",
+                "`--schedule 0,0,3` records from the very first step, so the cold start is in the "
+                "table: module loading rows (`Lazy Function Loading`, `Runtime Triggered Module "
+                "Loading`) and the profiler's `Activity Buffer Request`."),
+            Run(P1 + "64_bf16_cold_eager_s0-0-20",
+                "Twenty recorded steps instead of three: `Activity Buffer Request` still happens "
+                "once. Compare its share of the Self CPU time with the three-step run's; the post reads "
+                "both, and what else the first steps hold."),
+            "## A batch dimension",
+            Run(P1 + "64_bf16_cold_eager_b8",
+                "With `--batch 8` the inputs are 3-D: which op does `aten::matmul` dispatch to here, "
+                "where the 2-D runs call `aten::mm`?"),
+            "## fp32",
+            Run(P1 + "4096_fp32_warm_eager",
+                "The same product in fp32: compare its GEMM kernel's name and its CUDA time with the "
+                "bf16 warm run above."),
+            "## torch.compile",
+            Run(P1 + "64_bf16_warm_compile",
+                "Look for the compiler runtime's rows (`Torch-Compiled Region`, `TorchDynamo Cache "
+                "Lookup`, `## Call CompiledFxGraph …`) and for what became of the matmul and the add. "
+                "Compare the CPU total with the warm eager run: the post says, from its runs, whether "
+                "the compiled step costs the host more or less."),
+            Run(P1 + "4096_bf16_warm_compile",
+                "Count the GPU activities per step under the compiled op and read their names: did the "
+                "compiler change the kernels, or only the rows above them? The post reads them for its "
+                "run."),
+            "## Beyond Part 1: every size at once",
+            Run("01_matmul_add_sweep/sweep_bf16_16-8192",
+                "One run over every size from 16 to 8192: eager everywhere, compiled and as a CUDA "
+                "graph at the small end, after a measured peak. The lines under the table give each "
+                "block's host time, wall time and share of the peak; the sweep's page reads the "
+                "same blocks from the trace and finds where the GPU starts to outlast the host."),
+        ),
+    ),
+    Notebook(
+        part=2,
+        slug="linear-mlp",
+        title="Part 2 notebook: nn.Linear and a fused MLP",
+        intro=(
+            "Every example of Part 2: one `nn.Linear` cold and warm, eager and compiled, then a GeGLU "
+            "MLP in eager mode, compiled by Inductor, and with the Triton kernel the post writes."
+        ),
+        cells=(
+            "## One nn.Linear layer",
+            Run("02_linear/linear_b1024_32x64_bf16_cold_eager",
+                "Follow `aten::linear` down to its children (`aten::t` is a view: CPU time, no kernel) "
+                "and to the GEMM kernel they run; the post reads what the kernel's name says about the "
+                "bias."),
+            Run("02_linear/linear_b1024_32x64_bf16_cold_compile",
+                "Compiled: compare with the eager table. Which rows are gone, which of the compiler's "
+                "appear, and is the GEMM kernel the same one?"),
+            Run("02_linear/linear_b1024_32x64_bf16_warm_eager",
+                "The warm eager run: compare its rows with the cold one's, and read the per-step times "
+                "from the trace, the first recorded step against the others."),
+            Run("02_linear/linear_b1024_32x64_bf16_warm_compile",
+                "The warm compiled run: compare its CPU total with the warm eager run to see what the "
+                "compiler's runtime costs on a layer this small."),
+            "## A GeGLU MLP, three ways",
+            Run(f"03_simple_mlp/{P2_MLP}_eager",
+                "Eager mode: the MLP's three matrix products (`aten::mm`) and its GELU and multiply, "
+                "each with its own kernels; look for what else `aten::mm` puts on the GPU."),
+            Run(f"03_simple_mlp/{P2_MLP}_compile",
+                "Compiled by Inductor: which kernels run the GEMMs, and what replaced GELU and multiply? "
+                "A generated kernel (`triton_…`) appears twice, as the CPU call that launches it and as "
+                "the GPU kernel."),
+            Run(f"03_kernels_mlp/{P2_MLP}_triton",
+                "Our hand-written Triton kernel, `gelu_tanh_mul_kernel`, under its own `gelu_mul` "
+                "label; compare its CUDA time with Inductor's fused kernel above. (Run on a GPU, the "
+                "snippet also prints how far its output is from the eager MLP's before the table.)"),
+        ),
+    ),
+    Notebook(
+        part=3,
+        slug="attention",
+        title="Part 3 notebook: attention, naive to fused",
+        intro=(
+            "Every example of Part 3: causal self-attention written naively, with an in-place mask, "
+            "and through `scaled_dot_product_attention` with each backend forced in turn, plus the two "
+            "backends that refuse fp32 inputs."
+        ),
+        cells=(
+            "## Naive and in place",
+            Run(f"04_attention/naive_{P3}_bf16_warm",
+                "Look for rows you did not write, `aten::clone` and `aten::copy_`: the out-of-place "
+                "`masked_fill` copies the whole score matrix first. Find that copy on the GPU rows."),
+            Run(f"04_attention/inplace_{P3}_bf16_warm",
+                "`masked_fill_` fills the scores where they are: compare with the naive table, and look "
+                "for `aten::clone`, `aten::copy_` and the copy."),
+            "## SDPA, one backend at a time",
+            Run(f"04_attention/sdpa_math_{P3}_bf16_warm",
+                "The math backend in ATen ops: read the GEMM kernels' names for their precision, and "
+                "look for the softmax and for the causal mask built again on every call "
+                "(`aten::ones`, `aten::tril`, `aten::where`)."),
+            Run(f"04_attention/sdpa_efficient_{P3}_bf16_warm",
+                "The memory-efficient backend: how many kernels per call now, in place of the scores, "
+                "mask and softmax kernels?"),
+            Run(f"04_attention/sdpa_flash_{P3}_bf16_warm",
+                "Flash attention: again one kernel per call; compare its CUDA time and the CPU time "
+                "around it with the efficient backend."),
+            Run(f"04_attention/sdpa_cudnn_{P3}_bf16_warm",
+                "cuDNN's fused attention: find its kernel (`cudnn_generated_…`), the launch call that "
+                "starts it, and what else each call puts on the GPU."),
+            "## When a backend refuses",
+            Run(f"04_attention/sdpa_flash_{P3}_fp32_warm",
+                "Flash attention takes half-precision inputs only: in fp32 it refuses on the first "
+                "call, and the snippet prints the reason PyTorch gave instead of a table."),
+            Run(f"04_attention/sdpa_cudnn_{P3}_fp32_warm",
+                "cuDNN attention refuses fp32 inputs too; the refusal is a result, and the snippet "
+                "writes its reason where the trace would be."),
+        ),
+    ),
+    Notebook(
+        part=4,
+        slug="llm-inference",
+        title="Part 4 notebook: LLM inference with transformers",
+        intro=(
+            "Every example of Part 4: a Llama-style model built from a `transformers` config with "
+            "random weights (nothing to download), its prefill, its decode as `transformers` runs it, "
+            "with a static KV cache, and compiled into CUDA graphs; then tokens per second against "
+            "batch size. It needs `transformers` besides `torch` (`pip install transformers`)."
+        ),
+        cells=(
+            "## Prefill and decode",
+            Run(f"{P4}/prefill_b1_p512_dynamic_eager",
+                "One forward pass over the whole prompt per step: compare the GPU's share of the time "
+                "with the decode runs below."),
+            Run(f"{P4}/decode_b1_p512_dynamic_eager",
+                "One token per step. Find the row with the largest `Self CPU %`, then open the trace "
+                "and compare the attention calls of one step with each other; the post does it for its "
+                "run and tests its reading of what it finds."),
+            Run(f"{P4}/decode_b1_p512_dynamic_eager_sdpa-flash",
+                "The same decode with `--attention flash`, which has no cuDNN graph to build: compare "
+                "the attention calls, the launches and the time per token with the run above."),
+            "## Taking the overhead away",
+            Run(f"{P4}/decode_b1_p512_static_eager",
+                "A static cache keeps the attention shapes fixed, which a CUDA graph needs: compare its "
+                "attention calls, launches and time per token with the two runs above (the post says "
+                "which is faster on its GPU)."),
+            Run(f"{P4}/decode_b1_p512_static_compile",
+                "`torch.compile(mode=\"reduce-overhead\")`: Inductor's fused kernels captured as one "
+                "CUDA graph per token. Look for `cudaGraphLaunch` in the table and compare the "
+                "tokens per second printed below it with the runs above. The first call compiles, "
+                "which takes a while."),
+            "## Tokens per second against batch size",
+            Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager",
+                "Six batch sizes in one trace, each step inside a `decode b=N` annotation; the lines "
+                "under the table give tokens per second per batch size."),
+            Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager_sdpa-flash",
+                "The sweep again with flash attention: at which batch size does eager decode stop "
+                "being overhead-bound once the cuDNN graph builds are gone?"),
+            Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_static_compile",
+                "The same sweep compiled: one graph per batch size (each compiles first). Where do "
+                "tokens per second stop growing in proportion to the batch?"),
+        ),
+    ),
+    Notebook(
+        part=5,
+        slug="memory-shapes-stacks-roofline",
+        title="Part 5 notebook: memory, shapes, stacks, and the roofline",
+        intro=(
+            "Every example of Part 5: a small GPT's training step with the memory timeline and the "
+            "caching allocator's record, with and without activation checkpointing; one Linear at four "
+            "sequence lengths grouped by input shape; the guide's step with Python stacks and two "
+            "optimizers; the GPU's roofs measured and kernels placed under them. The allocator's "
+            "history needs CUDA: on a CPU the memory snippet says so and skips it."
+        ),
+        cells=(
+            "## Memory",
+            Run("06_memory/train_b16_s512_l8_d512_fp32_baseline",
+                "The table is sorted by self CUDA memory; the line under it gives the memory timeline's "
+                "peak by category. Drop the `.snapshot.pickle` it writes on https://pytorch.org/memory_viz."),
+            Run("06_memory/train_b16_s512_l8_d512_fp32_checkpoint",
+                "Each block checkpointed: compare the peak and its activations with the run above."),
+            "## Shapes and stacks",
+            Run("07_shapes_stacks/shapes_b16_s64-256-1024-4096_1024x4096_bf16",
+                "The plain table has one `aten::linear` row; the one grouped by input shape has one per "
+                "sequence length. Compare their CUDA times."),
+            Run("07_shapes_stacks/stacks_b16_s3_foreach_false",
+                "AdamW one parameter at a time: count the optimizer's kernels, and read what stacks cost "
+                "at the end of the output."),
+            Run("07_shapes_stacks/stacks_b16_s3_fused",
+                "The fused optimizer: a few launches per step where the run above makes many."),
+            "## The roofline",
+            Run("08_roofline/roofline_bf16_t8192_d4096_h14336",
+                "The roofs measured on your GPU, then each kernel's FLOP per byte, achieved TFLOP/s and "
+                "TB/s, and the share of its roof it reaches."),
+            Run("04_attention/triton_b8_h16_s1024_d64_bf16_warm",
+                "Part 3's missing variant, our Triton attention kernel (forward, causal), checked "
+                "against SDPA in the run: compare its CUDA time per call with the SDPA backends of "
+                "Part 3's notebook."),
+        ),
+    ),
+)

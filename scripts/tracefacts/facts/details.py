@@ -1,0 +1,66 @@
+"""The profiler's other half in the analyzer: memory, shapes and stacks, where a trace has them.
+
+`details(trace, window)` gathers the memory facts (scripts/tracefacts/facts/memory.py) and the shapes and stacks
+(scripts/tracefacts/facts/ops.py) of the window the facts describe; `details_lines` and `details_json` are what
+`analyze.py` prints after the facts, as text or inside the JSON object. A trace without them
+gives None: the analyzer then prints exactly what it printed before they existed.
+
+The facts engine loads CPU ops and Python frames as times only, and with them, in the same pass,
+what these facts read where the profiler's own `record_shapes` / `with_stack` / `profile_memory`
+flags come before the events (`load_trace(op_args=None)`, as Kineto writes them). Where they do
+not, `needs_op_args` says from that load whether the trace holds what these facts read (memory
+events or Python frames), so that the analyzer loads it again with the ops' args only then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.names import printable
+from .memory import MemoryFacts, has_memory, memory_facts, memory_text
+from .ops import OpFacts, op_facts, op_text
+from ..model.trace import PROFILER_FLAGS, Trace, Window
+
+
+@dataclass
+class Details:
+    memory: MemoryFacts | None
+    ops: OpFacts | None
+
+
+def needs_op_args(trace: Trace) -> bool:
+    """Whether shapes, stacks or memory facts may come out of this trace, which was loaded
+    without the args of its ops (or without the ops)."""
+    if len(trace.skipped.get("python", ())) or trace.by_kind.get("python"):
+        return True
+    if has_memory(trace):
+        return True
+    return any(trace.metadata.get(flag) in (1, True) for flag in PROFILER_FLAGS)
+
+
+def details(trace: Trace, window: Window | None = None) -> Details | None:
+    """Memory, shapes and stacks of `window` (default: the whole trace); None without any."""
+    memory = memory_facts(trace, window)
+    ops = op_facts(trace, window) if trace.op_args or "cpu_op" not in trace.skipped else None
+    if (memory is None or not memory.devices) and ops is None:
+        return None
+    return Details(memory if memory is not None and memory.devices else None, ops)
+
+
+def details_lines(found: Details) -> list[str]:
+    """The text sections, every line printable on a terminal (names from the trace escaped)."""
+    lines = memory_text(found.memory) if found.memory is not None else []
+    lines += op_text(found.ops) if found.ops is not None else []
+    return [printable(line) for line in lines]
+
+
+def details_json(found: Details | None) -> dict:
+    """The keys `analyze.py --json` adds: `memory` and `ops` where the trace has them."""
+    if found is None:
+        return {}
+    out = {}
+    if found.memory is not None:
+        out["memory"] = found.memory.to_dict()
+    if found.ops is not None:
+        out["ops"] = found.ops.to_dict()
+    return out

@@ -1,0 +1,206 @@
+"""The facts engine's definitions and records (scripts/tracefacts/facts/analysis.py computes them): the
+constants that define its terms, as the glossary and the guide quote them, and the typed facts
+of a trace and of its windows, with the one rounding of their JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..model.trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS
+
+# HTA's `consecutive_kernel_delay` default: a gap shorter than this between two activities on a
+# stream, not caused by the host, is the GPU's own launch latency ("kernel wait"). HTA's docstring
+# says nanoseconds, but it compares against trace timestamps, which are microseconds.
+KERNEL_WAIT_US = 30.0
+
+# Verdict thresholds, as shares of the launched work's GPU time (its busy time plus the GPU's idle
+# time before each of its activities; see LaunchedWork). Explained in the guide page.
+OVERHEAD_BOUND_MIN_HOST_WAIT_PCT = 50.0  # the GPU idled waiting for the host at least this long
+COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT = 80.0  # busy, or idle with the next work already queued
+
+TOP_KERNELS = 10
+# Idle time before a GPU activity shorter than this is the GPU moving from one queued kernel to the
+# next (inside a CUDA graph ~0.5 us on the H200); a longer one is a gap, time it waited for work.
+GAP_MIN_US = 5.0
+WIDEST_GAPS = 3
+
+# The launch APIs HTA's launch statistics know; we match every runtime/driver call by correlation.
+HTA_LAUNCH_APIS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync",
+    "runFunction - job_prep_and_submit_for_execution",
+})
+HOST_WORK_KINDS = frozenset({"cpu_op"}) | LAUNCH_KINDS
+# The kinds whose events the facts read only as times (ops: host work) or not at all (the Python
+# frames of with_stack=True): `load_trace(path, skip_kinds=TIMES_ONLY_KINDS)` gives the same
+# facts, faster.
+TIMES_ONLY_KINDS = frozenset({"cpu_op", "python"})
+# With them, the launch calls and the GPU activities, which loading keeps as columns where it
+# skips them (times, names, threads, correlation ids, devices and streams: all the facts read,
+# scripts/tracefacts/model/launches.py): `load_trace(path, skip_kinds=COLUMN_KINDS)` gives the same facts, in a
+# fraction of the memory.
+COLUMN_KINDS = TIMES_ONLY_KINDS | LAUNCH_KINDS | GPU_ACTIVITY_KINDS
+
+NO_GPU = "no GPU activity"
+
+
+# --- the facts ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Gap:
+    """The GPU's idle time right before one launched activity (see LaunchedWork), by cause."""
+
+    device: int | str
+    start_us: float  # where the GPU's earlier work ended (or the activity's launch call began)
+    end_us: float  # the activity's start
+    dur_us: float
+    host_wait_us: float
+    queued_us: float
+    other_us: float
+    next_activity: str  # the name of the activity that ended the gap
+
+
+@dataclass
+class LaunchedWork:
+    """The GPU activities launched in a window (by their launch call's start), wherever they ran.
+
+    Their GPU time (`active_us`) is their busy time plus the GPU's idle time right before each of
+    them: from the end of all the GPU's earlier work to the activity's start. That idle time is
+    host wait until the activity's launch call returned (the GPU had nothing to do because the
+    host had not handed it the work yet), queued after that (the work was launched: the GPU's own
+    launch latency, or a dependency), other without a launch call in the trace. Time before a
+    GPU's first launch or after its last activity never counts."""
+
+    activities: int
+    start_us: float  # the first one's start
+    end_us: float  # the last one's end
+    span_us: float
+    busy_us: float  # their union, summed over the GPUs
+    active_us: float  # busy_us + host_wait_us + queued_us + other_us
+    host_wait_us: float
+    queued_us: float
+    other_us: float
+    busy_pct: float  # of active_us, as are the three below
+    host_wait_pct: float
+    queued_pct: float
+    other_pct: float
+    gaps: int = 0  # the idle times of GAP_MIN_US or more before its activities
+    widest_gaps: list[Gap] = field(default_factory=list)  # the WIDEST_GAPS longest, longest first
+
+
+@dataclass
+class TemporalBreakdown:
+    """HTA's `get_temporal_breakdown` under its definitions (percentages of the kernel span)."""
+
+    scope: str
+    kernel_time_us: float
+    idle_us: float
+    compute_us: float
+    non_compute_us: float
+    idle_pct: float
+    compute_pct: float
+    non_compute_pct: float
+
+
+@dataclass
+class StreamIdle:
+    """HTA's `get_idle_time_breakdown` for one stream: the gaps before each activity."""
+
+    device: int | str
+    stream: int | str
+    gaps: int
+    idle_us: float
+    host_wait_us: float
+    kernel_wait_us: float
+    other_us: float
+    host_wait_pct: float  # of idle_us
+    kernel_wait_pct: float
+    other_pct: float
+
+
+@dataclass
+class LaunchStats:
+    """Launch calls matched to the first GPU activity they started (by correlation id)."""
+
+    launches: int
+    delay_mean_us: float | None
+    delay_p50_us: float | None
+    delay_p90_us: float | None
+    delay_max_us: float | None
+    call_p50_us: float | None  # duration of the launch call on the host
+    by_api: dict[str, int]
+    hta_counts: int  # how many of them HTA's launch statistics would see
+
+
+@dataclass
+class KernelStat:
+    name: str
+    kind: str  # compute / communication / memory / other
+    count: int
+    total_us: float
+    mean_us: float
+    share_pct: float  # of all GPU activity time in the window
+
+
+@dataclass
+class Verdict:
+    label: str  # compute-bound / overhead-bound / mixed / no GPU activity
+    reason: str
+
+
+@dataclass
+class WindowFacts:
+    """The facts of one time window: a ProfilerStep, an explicit range or the whole trace.
+
+    `window_busy_*` is the time-window view; every other GPU fact, and the verdict, is of the
+    work launched in the window."""
+
+    label: str
+    start_us: float
+    end_us: float
+    dur_us: float
+    window_busy_us: float  # GPU busy time clipped to the window, summed over the trace's GPUs
+    window_busy_pct: float  # of the window (times the number of GPUs)
+    launched: LaunchedWork | None  # None: nothing launched in the window ran on the GPU
+    cpu_busy_us: float  # host threads running ops or launch calls, not blocked on the GPU
+    cpu_busy_pct: float
+    cpu_wait_us: float  # host threads blocked in synchronizing calls
+    temporal_breakdown: TemporalBreakdown | None
+    idle_by_stream: list[StreamIdle]
+    launches: LaunchStats
+    activities_by_kind: dict[str, int]  # kernel / memcpy / memset
+    kernels_by_kind: dict[str, int]  # compute / communication / memory / other
+    top_kernels: list[KernelStat]
+    verdict: Verdict  # from `launched` and the launch delays
+
+
+@dataclass
+class TraceFacts:
+    source: str
+    rank: int | None
+    gpus: list[str]
+    events: int
+    duration_us: float
+    has_gpu_activity: bool
+    window: WindowFacts  # the window asked for; the whole trace by default
+    temporal_breakdown: TemporalBreakdown | None  # per trace, with HTA's choice of steps
+    steps: list[WindowFacts] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready, keys in declaration order, times in us rounded to ns, percentages to 0.01."""
+        return rounded(asdict(self))
+
+
+def rounded(value, key: str = ""):
+    """A JSON-ready value with its floats rounded: times in us to the ns, `*_pct` to 0.01 (the
+    one rounding of every facts object's to_dict)."""
+    if isinstance(value, dict):
+        return {k: rounded(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v, key) for v in value]
+    if isinstance(value, float):
+        return round(value, 2 if key.endswith("_pct") else 3)
+    return value
+
