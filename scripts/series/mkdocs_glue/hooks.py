@@ -170,6 +170,7 @@ def on_page_content(html, page, **kwargs):
     # excerpt views need only what comes before the separator.
     if getattr(page, "excerpt", None) is not None and EXCERPT_SEPARATOR in page.markdown:
         page.markdown = page.markdown.split(EXCERPT_SEPARATOR, 1)[0] + EXCERPT_SEPARATOR
+    html = pages.link_snippet_titles(html)  # a code block's snippets/x.py title links to the file
     html = glossary.on_page_content(html, page, kwargs["config"])  # first uses link to the glossary
     return offscreen.defer_offscreen(html)  # what is far from the screen is laid out when near
 

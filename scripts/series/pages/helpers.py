@@ -49,6 +49,21 @@ def relative_url(target: str) -> str:
     return posixpath.relpath(target, base or ".")
 
 
+_SNIPPET_TITLE = re.compile(r'<span class="filename">(snippets/[A-Za-z0-9_]+\.py)</span>')
+
+
+def link_snippet_titles(html: str) -> str:
+    """A code block titled with a snippet's path (pymdownx.snippets' `title=`) links to that file,
+    which the site serves under snippets/ (what a downloaded notebook fetches too)."""
+    def link(match: re.Match) -> str:
+        path = match.group(1)
+        if not (catalog.SNIPPETS / path.split("/", 1)[1]).is_file():
+            return match.group(0)
+        return f'<span class="filename"><a href="{relative_url(path)}">{path}</a></span>'
+
+    return _SNIPPET_TITLE.sub(link, html)
+
+
 def publish(site_path: str, source: Path) -> str:
     """Register a file to be copied into the built site; returns the link to it from this page."""
     SITE.assets[site_path] = source
