@@ -60,12 +60,11 @@ def test_part1_page_has_no_execution_errors(part1):
 def test_part1_tables_are_real_html_tables(part1):
     html, elements = part1
     tables = re.findall(r'<div class="prof-table".*?</table></div>', html, flags=re.S)
-    # the profiler's own tables (the before/after comparison is a table of deltas, not of ops)
+    # the profiler's own tables: the two sizes the post reads in full (the compiled and batched
+    # runs are read through claims, their tables in the companion notebook)
     tables = [t for t in tables if "Self CPU time total" in t]
-    assert len(tables) >= 4
+    assert len(tables) >= 2
     assert any(">aten::mm<" in t for t in tables)
-    assert any(">aten::addmm<" in t for t in tables)
-    assert any(">aten::bmm<" in t for t in tables)
     for table in tables:
         # the sort column is marked, and both totals sit in the foot
         assert 'aria-sort="descending"' in table
@@ -81,14 +80,14 @@ def test_template_kernel_names_are_escaped(part1):
 def test_timelines_are_zoomable_images_that_exist(built_site, part1):
     _, elements = part1
     images = [a for a in elements.find("img") if a.get("src", "").endswith(".svg") and "timelines/" in a["src"]]
-    assert len(images) >= 6
+    assert len(images) >= 2
     for image in images:
         svg = resolve(built_site, PART1_PAGE, image["src"])
         assert svg.is_file(), image["src"]
         assert svg.read_text().lstrip().startswith(("<svg", "<?xml"))
         assert image.get("alt")
     # each picture sits in a link to its SVG file: the viewer opens it (the browser, without JavaScript)
-    assert len([a for a in elements.find("a", **{"class": "svg-zoom"}) if a.get("href", "").endswith(".svg")]) >= 6
+    assert len([a for a in elements.find("a", **{"class": "svg-zoom"}) if a.get("href", "").endswith(".svg")]) >= 2
 
 
 def test_download_links_serve_the_frozen_trace(built_site, part1):
@@ -151,7 +150,7 @@ def test_https_site_url_adds_shareable_perfetto_links(tmp_path, monkeypatch):
     shares = re.findall(r'href="https://ui\.perfetto\.dev/#!/\?url=([^"]+)"', html)
     assert shares
     for url in shares:
-        assert url.startswith("https://example.org/profiling/traces/01_matmul_add/")
+        assert url.startswith("https://example.org/profiling/traces/")  # Part 1 links the sweep's too
         assert (project / "site" / url.removeprefix("https://example.org/profiling/")).is_file()
     # The notebooks a reader downloads (to run on Colab, say) fetch the snippets from the published
     # site, never from the local default address.

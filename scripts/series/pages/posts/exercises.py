@@ -97,3 +97,83 @@ def annotation_at(run, ts: float, pattern: str) -> str | None:
     holding = [e for e in run.trace.by_kind.get("annotation", [])
                if match.fullmatch(e.name) and e.ts <= ts < e.end]
     return min(holding, key=lambda e: e.dur).name if holding else None
+
+
+@dataclass(frozen=True)
+class HostShare:
+    """One name's time inside an interval, and its share of the interval."""
+
+    name: str
+    kind: str
+    us: float
+    pct: float
+
+
+@dataclass(frozen=True)
+class BeforeGpu:
+    """From the start of the first recorded step to the GPU's first activity: what the host's
+    thread was doing, by the innermost event running at each moment (its self time, clipped to
+    the interval; time in no event is the step's own), and what ran on other threads meanwhile
+    (the profiler's bookkeeping), by the time each name covers."""
+
+    step: str
+    first_activity: str  # the GPU activity that ends the interval
+    first_kind: str  # kernel, memcpy or memset
+    interval_us: float
+    on_thread: tuple[HostShare, ...]  # the step's thread, largest first; the shares add up to 100%
+    elsewhere: tuple[HostShare, ...]  # events of other host threads, largest first
+
+    def share(self, name: str) -> float:
+        """A name's share of the interval (on the step's thread or elsewhere), in %; 0 if absent."""
+        return next((s.pct for s in (*self.on_thread, *self.elsewhere) if s.name == name), 0.0)
+
+
+HOST_KINDS = ("annotation", "cpu_op", "python", "runtime", "driver", "overhead")
+
+
+def host_time_before_gpu(run) -> BeforeGpu:
+    trace = run.trace
+    step = trace.steps[0]
+    first = min(trace.gpu_activities, key=lambda a: a.ts)
+    lo, hi = step.ts, first.ts
+    if hi <= lo:
+        return BeforeGpu(step.name, first.name, first.kind, 0.0, (), ())
+
+    def clipped(e) -> float:
+        return max(0.0, min(e.end, hi) - max(e.ts, lo))
+
+    inside = [e for e in trace.events if e.kind in HOST_KINDS and e.ts < hi and e.end > lo]
+    thread = (step.pid, step.tid)
+    # On one thread events nest: a stack of the open ones gives each its time less its children's.
+    own, kinds, stack = Counter(), {}, []
+    for e in sorted((e for e in inside if (e.pid, e.tid) == thread), key=lambda e: (e.ts, -e.dur)):
+        while stack and stack[-1].end <= e.ts:
+            stack.pop()
+        span = clipped(e)
+        own[e.name] += span
+        kinds[e.name] = e.kind
+        if stack:
+            own[stack[-1].name] -= span
+        stack.append(e)
+    covered: dict[str, list] = {}
+    for e in inside:
+        if (e.pid, e.tid) != thread:
+            covered.setdefault(e.name, []).append((max(e.ts, lo), min(e.end, hi)))
+            kinds.setdefault(e.name, e.kind)
+    elsewhere = Counter({name: _union_us(spans) for name, spans in covered.items()})
+    whole = hi - lo
+
+    def shares(times: Counter) -> tuple[HostShare, ...]:
+        return tuple(HostShare(name, kinds[name], us, 100.0 * us / whole)
+                     for name, us in times.most_common() if us > 0)
+
+    return BeforeGpu(step.name, first.name, first.kind, whole, shares(own), shares(elsewhere))
+
+
+def _union_us(spans: list) -> float:
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(spans):
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total

@@ -13,7 +13,6 @@ from ....tracefacts.pictures.profiler_table import to_us
 from .exercises import LaunchWait, longest_launch_wait  # noqa: F401 (the page reads them as part1's)
 
 MODULE_LOADING = ("Lazy Function Loading", "Runtime Triggered Module Loading")
-LAUNCH_KINDS = ("runtime", "driver")
 
 
 def in_step(events, step) -> list:
@@ -49,12 +48,6 @@ def gpu_shadow_us(run, label: str = "matmul_add") -> float:
     raise KeyError(f"{run.example.key}: no GPU-side row for {label!r} in the table")
 
 
-def table_launch_calls(run) -> list[str]:
-    """The launch calls of the table (runtime/driver calls that started GPU work), in its order."""
-    names = {launch.name for launch in map(run.trace.launch_of, run.trace.gpu_activities) if launch is not None}
-    return [row[0] for row in run.table_data.rows if row[0] in names]
-
-
 def gemm(run):
     """The first GEMM kernel of the run (cuBLAS names them nvjet on Hopper, *gemm* elsewhere)."""
     kernels = [k for k in run.trace.kernels if k.name.startswith("nvjet") or "gemm" in k.name.lower()]
@@ -77,6 +70,84 @@ def gemm_share(run) -> float:
 def kernel_family(name: str) -> str:
     """What a kernel name starts with: nvjet, ampere, sm90, void ..."""
     return name.removeprefix("void ").split("_")[0].split("::")[0]
+
+
+# --- the facts box, as the prose quotes it --------------------------------------------------------
+
+
+def gpu_busy_pct(run) -> float:
+    """GPU busy: the share of the whole trace's time the GPU was busy, the facts box's number
+    (scripts.tracefacts.facts.window: window_busy_pct). The one busy number the post quotes."""
+    return run.trace_facts().window.window_busy_pct
+
+
+def launch_to_start_us(run) -> float:
+    """The median time from a launch call to the start of its GPU work, over the whole trace: the
+    facts box's launch-to-start, what the picture's launch arrows span."""
+    return run.trace_facts().window.launches.delay_p50_us
+
+
+@dataclass(frozen=True)
+class CpuTime:
+    """The table's Self CPU total against the facts box's CPU busy, and what tells them apart."""
+
+    self_total_us: float  # the table's Self CPU time total: every row's self time, added up
+    labels_us: float  # of which, the self time of the label rows (ProfilerStep*, record_function)
+    waits_us: float  # the host's time blocked in synchronizing calls (the facts' cpu_wait_us)
+    cpu_busy_us: float  # the box's CPU busy: ops and launch calls in the window, less the waits
+
+    @property
+    def rest_us(self) -> float:
+        """What the labels and the waits leave unexplained of the difference."""
+        return self.self_total_us - self.labels_us - self.waits_us - self.cpu_busy_us
+
+
+def cpu_time(run) -> CpuTime:
+    """The table adds up every row's self time, labels included; CPU busy is the union of the
+    host's ops and launch calls (labels are not work of their own) less its synchronizing waits."""
+    table = run.table_data
+    labels = {e.name for e in run.trace.by_kind.get("annotation", [])}
+
+    def is_label(name: str) -> bool:  # the table folds ProfilerStep#N into one "ProfilerStep*" row
+        return name in labels or (name.endswith("*") and any(n.startswith(name[:-1]) for n in labels))
+
+    column = table.columns.index("Self CPU")
+    window = run.trace_facts().window
+    return CpuTime(run.total_us("Self CPU time total"),
+                   sum(to_us(row[column]) for row in table.rows if is_label(row[0])),
+                   window.cpu_wait_us, window.cpu_busy_us)
+
+
+@dataclass(frozen=True)
+class StepGaps:
+    """The GPU's idle time in the step a timeline draws (the first recorded one), by cause."""
+
+    step: str
+    gaps: int  # idle times of GAP_MIN_US or more before the step's launched work
+    idle_us: float  # before the step's launched work: host wait, queued and other
+    host_wait_us: float  # of which the GPU waited for the host's launch calls
+    active_us: float  # the launched work's GPU time: its busy time and the idle time before it
+
+    @property
+    def idle_pct(self) -> float:
+        """The idle time's share of the launched work's GPU time, in %."""
+        return 100.0 * self.idle_us / self.active_us if self.active_us else 0.0
+
+    @property
+    def host_wait_share(self) -> float:
+        """The share of the idle time spent waiting for the host, in %."""
+        return 100.0 * self.host_wait_us / self.idle_us if self.idle_us else 0.0
+
+
+def drawn_step_gaps(run) -> StepGaps:
+    from ....tracefacts.model.trace import select_window
+
+    window = select_window(run.trace)  # what Run.timeline() draws by default
+    launched = run.trace_facts(window).window.launched
+    if launched is None:
+        return StepGaps(window.label, 0, 0.0, 0.0, 0.0)
+    idle = launched.host_wait_us + launched.queued_us + launched.other_us
+    return StepGaps(window.label, launched.gaps, idle, launched.host_wait_us, launched.active_us)
 
 
 # --- steps ---------------------------------------------------------------------------------------
@@ -135,15 +206,11 @@ def module_loads(run) -> int:
 
 @dataclass(frozen=True)
 class StartupGap:
-    """From the start of the first recorded step to the GPU's first activity."""
+    """From the start of the first recorded step to the GPU's first activity, and the profiler's
+    Activity Buffer Request in it (what fills the rest: exercises.host_time_before_gpu)."""
 
     gap_us: float
-    inside_first_mm_us: float  # of which the first aten::mm was running
     buffer_request_us: float  # the profiler's Activity Buffer Request, wherever it ran
-
-    @property
-    def mm_share(self) -> float:
-        return 100.0 * self.inside_first_mm_us / self.gap_us
 
     @property
     def buffer_share(self) -> float:
@@ -153,23 +220,8 @@ class StartupGap:
 def startup_gap(run) -> StartupGap:
     step = run.trace.steps[0]
     first_gpu = min(a.ts for a in run.trace.gpu_activities)
-    mm = run.events("aten::mm")[0]
-    inside = max(0.0, min(mm.end, first_gpu) - max(mm.ts, step.ts))
     requests = [e for e in run.events("Activity Buffer Request") if e.ts < first_gpu]
-    return StartupGap(first_gpu - step.ts, inside, sum(e.dur for e in requests))
-
-
-def self_cpu_pct(run, name: str) -> float:
-    """A row's Self CPU % from the table."""
-    row = run.table_data.row(name)
-    if row is None:
-        raise KeyError(f"{run.example.key}: no {name!r} row in the table")
-    return float(row["Self CPU %"].rstrip("%"))
-
-
-def later_steps_us(run, keep: int) -> float:
-    """Host time of the recorded steps after the first `keep` ones (what a longer window adds)."""
-    return sum(step.dur for step in run.trace.steps[keep:])
+    return StartupGap(first_gpu - step.ts, sum(e.dur for e in requests))
 
 
 # --- launches ------------------------------------------------------------------------------------
@@ -184,10 +236,6 @@ def occupancy_queries(run) -> dict[str, int]:
     """Per recorded step, how many cudaOccupancy* queries the host made."""
     queries = run.events("cudaOccupancy")
     return {step.name: len(in_step(queries, step)) for step in run.trace.steps}
-
-
-def op_calls(run, name: str) -> int:
-    return len(run.events(name, kind="cpu_op")) if name.startswith("aten::") else len(run.events(name))
 
 
 def calls_per_step(run, names: tuple[str, ...]) -> dict[str, float]:
@@ -232,23 +280,3 @@ def activities_per_step(run) -> list[str]:
 
 def has_op(run, name: str) -> bool:
     return any(e.name == name and e.kind == "cpu_op" for e in run.trace.events)
-
-
-# --- the exercises --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BufferRequest:
-    """The profiler's Activity Buffer Request against the GPU's work in the step that holds it."""
-
-    step: str | None
-    first_step: str
-    dur_us: float
-    kernels_us: float  # the kernels of that step, summed
-
-
-def buffer_request(run) -> BufferRequest:
-    request = run.events("Activity Buffer Request")[0]
-    steps = [s for s in run.trace.steps if s.ts <= request.ts < s.end]
-    kernels = sum(k.dur for k in in_step(run.trace.kernels, steps[0])) if steps else 0.0
-    return BufferRequest(steps[0].name if steps else None, run.trace.steps[0].name, request.dur, kernels)
