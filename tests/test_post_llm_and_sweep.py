@@ -260,12 +260,11 @@ def test_landing_page_and_part3_lead_to_part4(built_site):
         assert any(h.rstrip("/").endswith("llm-inference") for h in hrefs), page
 
 
-def test_sweep_refresh_fits_in_two_minutes_and_the_page_says_so(sweep_page):
-    _, _, text = sweep_page
+def test_sweep_refresh_fits_in_two_minutes():
+    # The page no longer says so (build chatter, issue 25); the budget still holds.
     wall = catalog.get("01_matmul_add_sweep/sweep_bf16_16-8192")
     seconds = __import__("scripts.series.runs.freeze", fromlist=["read_meta"]).read_meta(wall).wall_time_s
     assert seconds < 120, "the sweep page's refresh must fit in two minutes on the GPU"
-    assert f"it took {seconds:.0f} s from start to exit" in text
 
 
 def test_sweep_page_links_part1_notebook_which_runs_the_sweep(built_site, sweep_page):

@@ -117,8 +117,8 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "Loading`) and the profiler's `Activity Buffer Request`."),
             Run(P1 + "64_bf16_cold_eager_s0-0-20",
                 "Twenty recorded steps instead of three: `Activity Buffer Request` still happens "
-                "once. Compare its share of the Self CPU time with the three-step run's; the post reads "
-                "both, and what else the first steps hold."),
+                "once. Compare its share of the Self CPU time with the three-step run's: does a longer "
+                "window dilute it, or does the cold start inside the first `aten::mm` dominate both?"),
             "## A batch dimension",
             Run(P1 + "64_bf16_cold_eager_b8",
                 "With `--batch 8` the inputs are 3-D: which op does `aten::matmul` dispatch to here, "
@@ -131,18 +131,22 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(P1 + "64_bf16_warm_compile",
                 "Look for the compiler runtime's rows (`Torch-Compiled Region`, `TorchDynamo Cache "
                 "Lookup`, `## Call CompiledFxGraph …`) and for what became of the matmul and the add. "
-                "Compare the CPU total with the warm eager run: the post says, from its runs, whether "
-                "the compiled step costs the host more or less."),
+                "Whether compiling pays the host back at this size, the sweep below answers from many "
+                "steps of each mode."),
             Run(P1 + "4096_bf16_warm_compile",
                 "Count the GPU activities per step under the compiled op and read their names: did the "
                 "compiler change the kernels, or only the rows above them? The post reads them for its "
-                "run."),
+                "run. To compare it with the warm eager run fact by fact, run "
+                "`python scripts/analyze.py BEFORE AFTER --diff` on the two traces in a checkout of the "
+                "repository."),
             "## Beyond Part 1: every size at once",
             Run("01_matmul_add_sweep/sweep_bf16_16-8192",
                 "One run over every size from 16 to 8192: eager everywhere, compiled and as a CUDA "
                 "graph at the small end, after a measured peak. The lines under the table give each "
                 "block's host time, wall time and share of the peak; the sweep's page reads the "
-                "same blocks from the trace and finds where the GPU starts to outlast the host."),
+                "same blocks from the trace and finds where the GPU starts to outlast the host. The "
+                "profiler's own table puts every block's `aten::mm` calls in one row, whatever their "
+                "size: the reason to read the blocks from the trace."),
         ),
     ),
     Notebook(

@@ -50,23 +50,45 @@ def gpu_against_host(run, mode: str, size: int) -> Comparison:
 
 
 @dataclass(frozen=True)
-class HostRange:
-    """The median host time per step of each size of a mode, at its extremes."""
+class MedianRange:
+    """A per-step quantity's median at each size of a mode, and its extremes: one sentence about a
+    pattern across sizes, where a list of every size would be a table."""
 
-    low_us: float
-    low_size: int
-    high_us: float
-    high_size: int
+    medians: dict[int, float]
+
+    @property
+    def low_size(self) -> int:
+        return min(self.medians, key=self.medians.get)
+
+    @property
+    def high_size(self) -> int:
+        return max(self.medians, key=self.medians.get)
+
+    @property
+    def low_us(self) -> float:
+        return self.medians[self.low_size]
+
+    @property
+    def high_us(self) -> float:
+        return self.medians[self.high_size]
 
     @property
     def factor(self) -> float:
         return self.high_us / self.low_us
 
 
-def host_range(run, sizes: list[int], mode: str = "eager") -> HostRange:
-    med = {n: spread(run, mode, n, "host_us").median for n in sizes}
-    low, high = min(med, key=med.get), max(med, key=med.get)
-    return HostRange(med[low], low, med[high], high)
+def median_range(run, sizes: list[int], field: str, mode: str = "eager") -> MedianRange:
+    return MedianRange({n: spread(run, mode, n, field).median for n in sizes})
+
+
+def host_range(run, sizes: list[int], mode: str = "eager") -> MedianRange:
+    """The host's median time per step at each size."""
+    return median_range(run, sizes, "host_us", mode)
+
+
+def pace_range(run, sizes: list[int], mode: str = "eager") -> MedianRange:
+    """The median time from one step's start to the next at each size: the pace the host sets."""
+    return median_range(run, sizes, "pace_us", mode)
 
 
 def work_growth(smallest: int, largest: int) -> float:
@@ -90,22 +112,13 @@ def flat_until(run, sizes: list[int], mode: str = "eager", factor: float = 2.0) 
 class Doubling:
     size: int  # from this size to twice it
     factor: float  # of the plotted TFLOP/s (the blocks' means)
-    pace: Comparison  # the per-step pace at `size` against the pace at twice it
 
 
 def doublings(run, data, mode: str, up_to: int) -> list[Doubling]:
-    """Each doubling of n below `up_to`: how much the plotted TFLOP/s grew, and whether the
-    per-step pace changed."""
-    points = [p for p in data.of_mode(mode) if p.size < up_to]
-    result = []
-    for p in points:
-        if p.size * 2 not in {q.size for q in data.of_mode(mode)}:
-            continue
-        q = data.point(mode, p.size * 2)
-        result.append(Doubling(p.size, q.tflops / p.tflops,
-                               compare(spread(run, mode, p.size, "pace_us"), spread(run, mode, q.size, "pace_us"),
-                                       what=f"pace per step, {mode}", names=(f"n={p.size}", f"n={q.size}"))))
-    return result
+    """Each doubling of n below `up_to`: how much the plotted TFLOP/s grew."""
+    sizes = {q.size for q in data.of_mode(mode)}
+    return [Doubling(p.size, data.point(mode, p.size * 2).tflops / p.tflops)
+            for p in data.of_mode(mode) if p.size < up_to and p.size * 2 in sizes]
 
 
 def growth(run, mode: str, smaller: int, larger: int, field: str = "gpu_us") -> float:
@@ -120,21 +133,18 @@ def largest_relative_difference(comparisons: list[Comparison]) -> float:
 
 @dataclass(frozen=True)
 class GraphSavings:
-    """The CUDA graph against eager at each size both ran: GPU time per step, host time saved."""
+    """The CUDA graph against eager at each size both ran, by the medians of their steps."""
 
-    gpu: dict[int, Comparison]  # graph against eager, GPU time per step
     host_saved_us: dict[int, float]  # eager's median host time per step minus the graph's
     gpu_moved_us: dict[int, float]  # |graph - eager| of the medians of GPU time per step
 
-    @property
-    def separated(self) -> list[int]:
-        return [n for n, c in self.gpu.items() if c.decided]
-
 
 def graph_savings(run, sizes: list[int]) -> GraphSavings:
-    gpu = {n: modes_against(run, "graph", "eager", n, "gpu_us") for n in sizes}
-    host = {n: spread(run, "eager", n, "host_us").median - spread(run, "graph", n, "host_us").median for n in sizes}
-    return GraphSavings(gpu, host, {n: abs(c.a.median - c.b.median) for n, c in gpu.items()})
+    def median(mode: str, n: int, field: str) -> float:
+        return spread(run, mode, n, field).median
+
+    return GraphSavings({n: median("eager", n, "host_us") - median("graph", n, "host_us") for n in sizes},
+                        {n: abs(median("graph", n, "gpu_us") - median("eager", n, "gpu_us")) for n in sizes})
 
 
 # --- the exercises --------------------------------------------------------------------------------
