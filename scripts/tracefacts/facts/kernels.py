@@ -88,7 +88,7 @@ RULES: tuple[Rule, ...] = (
     *(Rule(rf"^{family}_(?P<types>(?:[a-z0-9]+_)?[a-z0-9]*gemm)\w*?_(?P<tile>\d+x\d+)"
            rf"(?:_\w+?)?_(?P<layout>[nt]{{2}})$", "cuBLAS", "GEMM", MATRIX_MATH, arch=arch)
       for family, arch in (("maxwell", "sm50"), ("volta", "sm70"), ("turing", "sm75"),
-                           ("ampere", "sm80"), ("hopper", "sm90"))),
+                           ("ampere", "sm80"))),
     Rule(r"^cublasLt::splitKreduce_kernel", "cuBLAS", "split-K reduction", MEMORY_BOUND_KERNELS,
          dtypes_from="name"),
     Rule(r"^gemmk1_kernel<", "cuBLAS", "GEMM (k=1)", MATRIX_MATH, dtypes_from="name"),
@@ -123,7 +123,7 @@ RULES: tuple[Rule, ...] = (
          dtypes_from=""),
     Rule(r"^(?:cudnn::\w+::)?implicit_convolve_(?P<types>[a-z]gemm)", "cuDNN", "convolution",
          MATRIX_MATH),
-    Rule(r"^cudnn::\w+::bn_", "cuDNN", "batch norm", MEMORY_BOUND_KERNELS, dtypes_from="name"),
+    Rule(r"^cudnn::(?:\w+::)?bn_", "cuDNN", "batch norm", MEMORY_BOUND_KERNELS, dtypes_from="name"),
     # --- FlashAttention (PyTorch's copy, the flash_attn package, FlashAttention 3) ---
     Rule(r"^(?:pytorch_flash::|flash::)?flash_fwd_splitkv_combine_kernel", "FlashAttention",
          "attention split-KV combine", MEMORY_BOUND_KERNELS, dtypes_from="name"),
