@@ -242,7 +242,7 @@ def rows(d: TraceDiff, brief: bool = False, us=_ms) -> list[Row]:
         Row("GPU busy, of the time window", d.window_busy_pct, "pct"),
         Row("GPU idle waiting for the host, of the time window", d.window_host_wait_pct, "pct"),
         Row("GPU stalled, of the time window", d.window_stalled_pct, "pct"),
-        Row("GPU busy, of the launched work's GPU time", d.launched_busy_pct, "pct"),
+        None if brief else Row("GPU busy, of the launched work's GPU time", d.launched_busy_pct, "pct"),
         None if brief else Row("GPU time of the launched work", d.gpu_time_us, "us"),
         None if brief else Row("  busy", d.busy_us, "us"),
         Row("  idle waiting for the host" if not brief else "GPU idle waiting for the host",
