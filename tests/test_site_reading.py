@@ -245,8 +245,8 @@ def test_facts_boxes_shorten_the_top_kernels_name_and_keep_it_whole_on_hover(bui
     shortened = 0
     for page in site_pages(built_site):
         html = (built_site / page / "index.html").read_text(encoding="utf-8")
-        for box in re.findall(r'<div class="admonition abstract facts".*?</dl></div>', html, re.S):
-            top = re.search(r"<dt>Top kernel</dt><dd><code( title=\"([^\"]*)\")?>([^<]*)</code>", box)
+        for box in re.findall(r'<div class="admonition abstract facts".*?</details></div>', html, re.S):
+            top = re.search(r"; top (?:<a[^>]*>)?kernel(?:</a>)? <code( title=\"([^\"]*)\")?>([^<]*)</code>", box)
             if not top:
                 continue
             full = unescape(top.group(2)) if top.group(1) else unescape(top.group(3))
