@@ -153,8 +153,8 @@ def test_glossary_page_prints_the_analyzers_constants(built_site):
     html = unescape((built_site / GLOSSARY_PAGE / "index.html").read_text())
     text = re.sub(r"<!--.*?-->", "", html, flags=re.S)
     assert "{{" not in text
-    for name, unit in (("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "%"), ("COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "%"),
-                       ("KERNEL_WAIT_US", " us")):
+    for name, unit in (("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "%"), ("STALLED_MIN_STALLED_PCT", "%"),
+                       ("GPU_BOUND_MIN_BUSY_PCT", "%"), ("KERNEL_WAIT_US", " us")):
         assert f"<code>{name}</code> ({getattr(analysis, name):g}{unit})" in text, name
 
 
