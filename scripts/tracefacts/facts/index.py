@@ -180,6 +180,7 @@ class TraceIndex:
         self.idle_host_wait, self.idle_queued, self.idle_other = (array("d", bytes(8 * n))
                                                                   for _ in range(3))
         call_starts, call_durs = self.calls.ts, self.calls.dur
+        call_ends = array("d", map(add, call_starts, call_durs))
         streams: dict = {}  # device -> its streams' keys
         for key in self._by_stream_start:
             streams.setdefault(key[0], []).append(key)
@@ -210,30 +211,34 @@ class TraceIndex:
                         host = gap if gap < host else host
                         host_wait[i], queued[i] = host, gap - host
                 free_at = end if end > free_at else free_at
-            self._split_idle(device, members, starts)
+            self._split_idle(device, members, starts, call_ends)
         del self._by_stream_start, self._hidden
 
-    def _split_idle(self, device, members: array, starts: array) -> None:
+    def _split_idle(self, device, members: array, starts: array, call_ends: array) -> None:
         """The GPU's idle time on `device` (`members`: its activities, `starts` theirs, by
         start), as the time split reads it (`stalled_by_device`, `unattributed_by_device`):
         stalled while work was launched and not started yet (from its launch call's return to
         its start; after a launch whose GPU work the trace does not show, until the GPU's next
         activity or the return of a synchronizing call), unattributed in the gaps before
         activities without a launch call, not stalled; the rest of its idle time the GPU
-        waited for the host. Merged intervals, in arrays."""
-        call_ends = array("d", map(add, self.calls.ts, self.calls.dur))
+        waited for the host. Merged intervals, in arrays (`call_ends`: where each launch call
+        returned)."""
         rows = taken(self.launches, members)
         launched = bytes(map(ge, rows, repeat(0)))
         returns = _at_rows(call_ends, rows, repeat(math.inf))
         pending = bytes(map(lt, returns, starts))
         returns, until = (array("d", compress(column, pending)) for column in (returns, starts))
+        del pending
         for returned, ends_by in self._hidden.get(device, ()):
             following = bisect_right(starts, returned)
             next_start = starts[following] if following < len(starts) else math.inf
             returns.append(returned)
             until.append(min(next_start, ends_by))
         busy = self.busy_by_device[device]
-        self.stalled_by_device[device] = stalled = difference(union_of_arrays(returns, until), busy)
+        pending = union_of_arrays(returns, until)
+        del returns, until
+        self.stalled_by_device[device] = stalled = difference(pending, busy)
+        del pending
         # Before activities without a launch call: their gaps (idle by construction).
         unknown = bytes(map(not_, launched))
         other = kept(taken(self.idle_other, members), unknown)
