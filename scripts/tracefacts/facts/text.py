@@ -101,11 +101,11 @@ def _steps_table(steps: list[WindowFacts]) -> list[str]:
     for s in steps:
         number = s.label.rsplit("#", 1)[-1]
         x = s.time_split
-        launched = (f"{x.host_wait_pct:8.1f}%  {x.stalled_pct:6.1f}%" if x else
-                    f"{'-':>9}  {'-':>7}")
+        idle = (f"{x.host_wait_pct:8.1f}%  {x.stalled_pct:6.1f}%" if x else
+                f"{'-':>9}  {'-':>7}")
         delay = f"{s.launches.delay_p50_us:6.1f} us" if s.launches.launches else f"{'-':>9}"
         lines.append(f"  {number:>6}  {_ms(s.dur_us):>10}  {s.cpu_busy_pct:7.1f}%  "
-                     f"{s.window_busy_pct:7.1f}%  {launched}  {s.launches.launches:8,}  {delay}  "
+                     f"{s.window_busy_pct:7.1f}%  {idle}  {s.launches.launches:8,}  {delay}  "
                      f"{s.verdict.label}")
     return lines
 
