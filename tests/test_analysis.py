@@ -14,7 +14,7 @@ from scripts.tracefacts.facts import analysis
 from scripts.tracefacts.model import intervals
 from scripts.tracefacts.model.columnar import rows as oprows, orders
 from scripts.tracefacts.facts.analysis import (
-    LaunchedWork,
+    TimeSplit,
     facts,
     kernel_kind,
     short_name,
@@ -184,34 +184,35 @@ def test_kernel_kinds_follow_hta_names_and_memcpy_rows_are_memory():
     assert kernel_kind(GEMM) == "compute"
 
 
-def _launched(busy: float, host_wait: float, queued: float, other: float = 0.0) -> LaunchedWork:
-    """Launched work with these times (us), its shares of their sum."""
-    active = busy + host_wait + queued + other
-    return LaunchedWork(1, 0.0, active, active, busy, active, host_wait, queued, other,
-                        *(100 * t / active for t in (busy, host_wait, queued, other)))
+def _split(busy: float, host_wait: float, stalled: float, unattributed: float = 0.0) -> TimeSplit:
+    """A window's time split with these times (us), its shares of their sum."""
+    span = busy + host_wait + stalled + unattributed
+    return TimeSplit(span, busy, host_wait, stalled, unattributed,
+                     *(100 * t / span for t in (busy, host_wait, stalled, unattributed)))
 
 
-@pytest.mark.parametrize(("busy", "host_wait", "queued", "other", "label"), [
+@pytest.mark.parametrize(("busy", "host_wait", "stalled", "unattributed", "label"), [
     (100 - analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, 0, 0,
      "overhead-bound"),
     (100.1 - analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, analysis.OVERHEAD_BOUND_MIN_HOST_WAIT_PCT - 0.1, 0, 0,
      "mixed"),
-    (analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT - 30, 100 - analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, 30, 0,
-     "compute-bound"),  # queued behind its own work counts with busy
-    (analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT - 0.1, 0, 0, 100.1 - analysis.COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT,
+    (100 - analysis.STALLED_MIN_STALLED_PCT, 0, analysis.STALLED_MIN_STALLED_PCT, 0, "stalled"),
+    (analysis.GPU_BOUND_MIN_BUSY_PCT, 0, 100 - analysis.GPU_BOUND_MIN_BUSY_PCT, 0, "GPU-bound"),
+    (analysis.GPU_BOUND_MIN_BUSY_PCT - 0.1, 0, 100.1 - analysis.GPU_BOUND_MIN_BUSY_PCT, 0,
+     "mixed"),  # stalled behind its own work no longer counts with busy
+    (analysis.GPU_BOUND_MIN_BUSY_PCT - 0.1, 0, 0, 100.1 - analysis.GPU_BOUND_MIN_BUSY_PCT,
      "mixed"),  # idle before activities with no known launch: not evidence either way
+    (analysis.GPU_BOUND_MIN_BUSY_PCT - 0.04, 0, 100.04 - analysis.GPU_BOUND_MIN_BUSY_PCT, 0,
+     "GPU-bound"),  # 79.96% is printed as 80.0%, and read as printed
 ])
-def test_verdict_thresholds(busy, host_wait, queued, other, label):
-    assert verdict(True, _launched(busy, host_wait, queued, other)).label == label
+def test_verdict_thresholds(busy, host_wait, stalled, unattributed, label):
+    assert verdict(True, _split(busy, host_wait, stalled, unattributed)).label == label
 
 
-def test_verdict_without_launched_work():
+def test_verdict_without_gpu_work():
     assert verdict(False, None).label == analysis.NO_GPU
-    nothing = verdict(True, None, window_busy_pct=40.0)
-    assert nothing.label == analysis.NO_GPU
-    assert "no GPU activity was launched" in nothing.reason and "busy 40.0% of the window" in nothing.reason
-    empty = LaunchedWork(1, 5.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    assert verdict(True, empty).label == analysis.NO_GPU  # activities that take no time
+    idle = verdict(True, _split(0, 100, 0))  # the GPU neither busy nor stalled in the window
+    assert idle.label == analysis.NO_GPU and "neither busy nor waiting" in idle.reason
 
 
 def test_to_dict_is_json_ready_with_stable_keys(reference):

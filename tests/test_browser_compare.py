@@ -152,7 +152,7 @@ def check_pair(shown: dict, before: Path, after: Path) -> None:
     for side in ("before", "after"):
         assert expected[side]["verdict"]["label"] in shown["title"]
         assert expected[side]["verdict"]["reason"] in shown["table"]
-    assert shown["rows"] > 5 and "GPU busy, of the launched work's GPU time" in shown["table"]
+    assert shown["rows"] > 5 and "GPU busy, of the time window" in shown["table"]
     assert all(width > 0 for width in shown["pictures"]) and len(shown["pictures"]) == 2
     assert all("share one time scale" in caption for caption in shown["captions"])
     assert shown["single"] and without_source(shown["facts"]) == without_source(cli_facts(before))

@@ -129,8 +129,13 @@ def test_kernels_added_removed_and_changed(whole):
 
 
 def test_verdict_change(whole):
-    # Before: host wait 96 / 160 = 60% >= 50%. After: busy + queued (60 + 4) / 74 = 86% >= 80%.
-    assert (whole.before.verdict.label, whole.after.verdict.label) == ("overhead-bound", "compute-bound")
+    # The verdict reads the time windows. Before, [0, 200]: busy 30, stalled 2 + 15 + 2 + 15,
+    # waiting for the host the rest, 136 = 68% >= 50%. After, [0, 84]: busy 60 = 71.4% < 80%,
+    # stalled [12, 14] and [52, 54] (TRITON's calls returned, TRITON not started), waiting for
+    # the host [0, 12] and [44, 52], 20 = 23.8%: neither dominates.
+    assert (whole.before.verdict.label, whole.after.verdict.label) == ("overhead-bound", "mixed")
+    assert whole.after.verdict.reason.startswith(
+        "the GPU was busy 71.4% of the window (84 us), idle waiting for the host 23.8%, stalled 4.8%")
     assert whole.verdict_changed
     same = diff(facts_of(before_trace()), facts_of(before_trace()))
     assert not same.verdict_changed
@@ -162,7 +167,7 @@ def test_uneven_comparisons_are_noted():
 
 def test_text_names_every_delta(whole):
     text = diff_text(whole)
-    assert "verdict: overhead-bound → compute-bound (changed)" in text
+    assert "verdict: overhead-bound → mixed (changed)" in text
     rows = {line[:46].strip(): line[46:].split() for line in text.splitlines() if line.startswith("  ")}
     assert rows["wall time per ProfilerStep"] == ["100", "us", "40", "us", "-60", "us", "(×0.40)"]
     assert rows["GPU gaps of 5 us or more"] == ["4", "1", "-3", "(×0.25)"]
@@ -290,7 +295,7 @@ def test_page_table_escapes_names_and_prints_the_deltas():
     html = comparison_html(d, "before → after", "../guide/")
     assert hostile not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     rows = dict(re.findall(r'<th scope="row">([^<]+)</th>(.*?)</tr>', html))
-    assert rows["verdict"] == "<td>overhead-bound</td><td>compute-bound</td><td>changed</td>"
+    assert rows["verdict"] == "<td>overhead-bound</td><td>mixed</td><td>changed</td>"
     cells = re.findall(r'<td class="num">([^<]*)</td>', rows["wall time per ProfilerStep"])
     assert cells == ["100 us", "40 us", "-60 us (×0.40)"]
     assert rows["GPU gaps of 5 us or more"].count("<td") == 3

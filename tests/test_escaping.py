@@ -77,7 +77,7 @@ def test_facts_box_shows_step_labels_and_names_as_text(run):
     assert f"#2{IMG}{SCRIPT}'&amp;\ufffd" in text  # the ProfilerStep label of issue 15
     assert f"#3{IMG}" in text
     assert f"cudaLaunchKernel{IMG}" in text and f"cudaMemcpyAsync{IMG}" in text  # launch APIs
-    top = text.split("Top kernel", 1)[1]
+    top = text.split("top kernel", 1)[1]
     # the top kernel's name, shortened in the text, whole in its tooltip, inert in both
     assert f"{IMG}{SCRIPT}" in top or any(f"{IMG}{SCRIPT}" in v for v in parsed.attribute_values())
 

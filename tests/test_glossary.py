@@ -117,11 +117,12 @@ def test_the_sites_glossary_defines_every_term_the_issue_lists():
     entries = glossary.load(ROOT / "docs")
     terms = {t.casefold() for e in entries.entries for t in e.terms}
     for word in ("self time", "total time", "kernel", "launch", "launch delay", "kernel span", "GPU busy",
-                 "host wait", "queued", "occupancy", "CUDA graph", "overhead-bound", "compute-bound",
-                 "ProfilerStep", "Activity Buffer Request"):
+                 "host wait", "queued", "stalled", "occupancy", "CUDA graph", "overhead-bound", "GPU-bound",
+                 "compute-bound", "memory-bound", "work class", "ProfilerStep", "Activity Buffer Request"):
         assert word.casefold() in terms, word
     # definitions quote the analyzer's thresholds through its constants, never as pasted numbers
     source = (ROOT / "docs" / glossary.PAGE).read_text()
-    for name in ("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "KERNEL_WAIT_US"):
+    for name in ("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "GPU_BOUND_MIN_BUSY_PCT", "STALLED_MIN_STALLED_PCT",
+                 "KERNEL_WAIT_US"):
         assert f"{{{{ analysis.{name} }}}}" in source, name
         assert f"({getattr(analysis, name):g}" not in source, f"{name}'s value pasted"

@@ -171,7 +171,7 @@ def test_page_claims_all_hold_and_cover_the_findings(built_site):
 def test_the_two_host_wait_shares_are_named_apart(page):
     html, _ = page
     text = text_of(html)
-    assert "Waiting for the CPU, of the same GPU time" in text
+    assert "Waiting for the CPU, of the same time" in text and "Stalled, of the same time" in text
     assert "of which the CPU caused" in text and "of that idle time" in text
     assert "only the first decides the verdict" in text
 

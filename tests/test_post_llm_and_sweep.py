@@ -116,15 +116,18 @@ def test_part4_numbers_are_the_medians_of_the_steps_after_the_first(part4):
 
 def test_part4_says_which_window_each_gpu_busy_figure_is_of(part4):
     html, elements, text = part4
-    # the prose: the time-window view of the steps; the badge: the drawn step's launched work
+    # the prose: the time-window view of the steps; the badge: the drawn step's, the box the whole
+    # trace's, each one GPU busy share (of its window's time), the launched-work view folded away
     assert "busy share of a step (time-window view)" in text
-    assert "its badge gives the launched-work view of that step, the box under it the whole trace" in text
-    boxes = re.findall(r'<div class="admonition abstract facts".*?</dl>', html, flags=re.S)
+    assert "its badge gives the GPU busy share and the verdict of that step, the box under it of the whole trace" in text
+    boxes = re.findall(r'<div class="admonition abstract facts".*?</details>', html, flags=re.S)
     assert boxes
     for box in boxes:
-        words = text_of("<article>" + box + "</article>")
+        head, folded = box.split("<details>", 1)
+        words = text_of("<article>" + head + "</article>")
         assert "What the analyzer says about the whole trace" in words
-        assert "GPU busy time window:" in words and "launched work:" in words
+        assert re.search(r"GPU busy [\d.]+% of the whole trace's time", words)
+        assert "launched" not in words and "Launched-work view" in folded
 
 
 @pytest.mark.parametrize("run", DRAWN)
@@ -136,7 +139,7 @@ def test_part4_timelines_badge_agrees_with_the_prose(built_site, part4, run):
     _, _, text = part4
     trace = load_trace(B1[run].trace_path)
     svg = (built_site / f"timelines/05_llm_inference/decode_b1_p512_{run}_step{steady_step(trace)}.svg").read_text()
-    badge = re.search(r"GPU busy \d+% of launched work · ([a-z -]+)", svg)
+    badge = re.search(r"GPU busy [\d.]+% of the window · ([A-Za-z -]+)", svg)
     said = verdict(example(B1[run].key)).label
     assert badge and badge.group(1).strip() == said
     assert said in text
@@ -166,8 +169,8 @@ def test_part4_names_the_batch_where_decode_stops_being_overhead_bound(part4, ru
     _, _, text = part4
     sweep = blocks.llm_steps(load_trace(catalog.get(
         f"05_llm_inference/decode_b1-8-64-256-1024-2048_p128_{run}").trace_path))
-    first = next(b for b in sweep if b.verdict == "compute-bound")
-    assert f"compute-bound from batch {first.batch} on (GPU busy {first.gpu_busy_pct:.0f}% of the step time)" in text
+    first = next(b for b in sweep if b.verdict == "GPU-bound")
+    assert f"GPU-bound from batch {first.batch} on (GPU busy {first.gpu_busy_pct:.0f}% of the step time)" in text
     assert all(b.verdict != "overhead-bound" for b in sweep if b.batch >= first.batch)
 
 
@@ -410,14 +413,14 @@ def view_of(*verdicts):
 def test_where_a_sweep_leaves_the_overhead_bound_side_in_words():
     never = view_of("overhead-bound", "overhead-bound")
     assert P.leaving_text(never) == "never leaves the overhead-bound side in this sweep" and P.leaving_holds(never)
-    both = view_of("overhead-bound", "mixed", "compute-bound", "compute-bound")
+    both = view_of("overhead-bound", "mixed", "GPU-bound", "GPU-bound")
     assert P.leaving_text(both) == ("is *mixed* from batch **2** (GPU busy **50%** of the step time) and "
-                                    "*compute-bound* from batch **4** on (GPU busy **50%** of the step time)")
+                                    "*GPU-bound* from batch **4** on (GPU busy **50%** of the step time)")
     assert P.leaving_holds(both)
-    at_once = view_of("compute-bound", "compute-bound")
-    assert P.leaving_text(at_once).startswith("*compute-bound* from batch **1** on") and P.leaving_holds(at_once)
+    at_once = view_of("GPU-bound", "GPU-bound")
+    assert P.leaving_text(at_once).startswith("*GPU-bound* from batch **1** on") and P.leaving_holds(at_once)
     # a relapse makes "from batch N on" false: the claim stated with it fails
-    assert not P.leaving_holds(view_of("overhead-bound", "compute-bound", "mixed"))
+    assert not P.leaving_holds(view_of("overhead-bound", "GPU-bound", "mixed"))
     assert not P.leaving_holds(view_of("mixed", "overhead-bound"))
 
 

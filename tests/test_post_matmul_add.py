@@ -114,13 +114,17 @@ def test_cpu_busy_and_the_table_total_from_the_raw_artifacts():
     assert found.self_total_us == to_us(table.total("Self CPU time total"))
 
 
-def test_the_prose_quotes_the_facts_box_busy_number(built_site):
-    """One number per question: the busy share the prose gives for 64x64 is the one the facts box
-    shows, and no other share of the GPU's time against the CPU's is printed."""
+def test_the_prose_the_box_and_the_badge_give_one_busy_number(built_site):
+    """One number per question: how busy the GPU was in the step the 64x64 picture draws is one
+    number in the prose, the facts box's headline and the picture's badge; and the table's ratio
+    of totals is not offered as a busy share."""
+    run = example(COLD64)
+    busy = f"{run.trace_facts(P.step_window(run, 3)).window.window_busy_pct:.1f}%"
     html = (built_site / PAGE).read_text(encoding="utf-8")
-    busy = example(COLD64).trace_facts().window.window_busy_pct
     text = re.sub(r"<[^>]+>", "", html)
-    assert f"GPU busy {busy:.1f}%" in text
-    box = re.search(r'<div class="admonition abstract facts".*?</div>', html, re.S).group(0)
-    assert f"{busy:.1f}%" in box
+    assert f"GPU busy {busy}" in text
+    box = re.search(r'<div class="admonition abstract facts".*?</details>', html, re.S).group(0)
+    assert "ProfilerStep#3" in box and busy in box.split("<details>")[0]
+    badge = (built_site / "timelines" / "01_matmul_add" / "64_bf16_cold_eager_step3.svg").read_text()
+    assert f"GPU busy {busy}" in badge
     assert "of the CPU's time" not in text

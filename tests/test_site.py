@@ -166,7 +166,8 @@ def test_guide_prints_the_thresholds_the_code_uses(built_site):
     from scripts.tracefacts.facts import analysis
 
     guide = (built_site / "guide" / "analyze-your-trace" / "index.html").read_text()
-    for name in ("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "KERNEL_WAIT_US"):
+    for name in ("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "STALLED_MIN_STALLED_PCT", "GPU_BOUND_MIN_BUSY_PCT",
+                 "KERNEL_WAIT_US"):
         assert re.search(rf"<code>{name}</code></td>\s*<td[^>]*>{getattr(analysis, name):g}", guide), name
     assert "verdict:" in guide  # the worked example's summary
 

@@ -153,8 +153,8 @@ def test_glossary_page_prints_the_analyzers_constants(built_site):
     html = unescape((built_site / GLOSSARY_PAGE / "index.html").read_text())
     text = re.sub(r"<!--.*?-->", "", html, flags=re.S)
     assert "{{" not in text
-    for name, unit in (("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "%"), ("COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT", "%"),
-                       ("KERNEL_WAIT_US", " us")):
+    for name, unit in (("OVERHEAD_BOUND_MIN_HOST_WAIT_PCT", "%"), ("STALLED_MIN_STALLED_PCT", "%"),
+                       ("GPU_BOUND_MIN_BUSY_PCT", "%"), ("KERNEL_WAIT_US", " us")):
         assert f"<code>{name}</code> ({getattr(analysis, name):g}{unit})" in text, name
 
 
@@ -245,8 +245,8 @@ def test_facts_boxes_shorten_the_top_kernels_name_and_keep_it_whole_on_hover(bui
     shortened = 0
     for page in site_pages(built_site):
         html = (built_site / page / "index.html").read_text(encoding="utf-8")
-        for box in re.findall(r'<div class="admonition abstract facts".*?</dl></div>', html, re.S):
-            top = re.search(r"<dt>Top kernel</dt><dd><code( title=\"([^\"]*)\")?>([^<]*)</code>", box)
+        for box in re.findall(r'<div class="admonition abstract facts".*?</details></div>', html, re.S):
+            top = re.search(r"; top (?:<a[^>]*>)?kernel(?:</a>)? <code( title=\"([^\"]*)\")?>([^<]*)</code>", box)
             if not top:
                 continue
             full = unescape(top.group(2)) if top.group(1) else unescape(top.group(3))

@@ -349,10 +349,11 @@ def test_facts_headline_is_optional_and_defensive(gpu):
                 "steps": [{"launched": {"busy_pct": 1.0}}],
             }
 
-    svg = render_timeline(gpu, facts=Facts("compute-bound"))
-    assert "GPU busy 38% of launched work · compute-bound" in texts(parse(svg), "headline")
-    # Without the launched work, the time-window share, named as such.
-    assert facts_headline({"window_busy_pct": 12.0}) == "GPU busy 12% of the window"
+    svg = render_timeline(gpu, facts=Facts("GPU-bound"))
+    # The time-window share, as the facts box gives it (the launched work's is not the badge's).
+    assert "GPU busy 12.0% of the window · GPU-bound" in texts(parse(svg), "headline")
+    assert facts_headline({"window_busy_pct": 12.04}) == "GPU busy 12.0% of the window"
+    assert facts_headline({"launched": {"busy_pct": 37.6}}) == ""
     assert facts_headline({"verdict": {"label": "overhead-bound"}}) == "overhead-bound"
     assert facts_headline(object()) == ""
     assert facts_headline(None) == ""
@@ -440,12 +441,12 @@ def test_profiler_overhead_gets_a_lane_of_its_own_after_the_program():
 
 def test_headline_uses_the_facts_of_the_drawn_window(gpu):
     facts = {
-        "window": {"label": "whole trace", "launched": {"busy_pct": 10.0}, "verdict": {"label": "mixed"}},
-        "steps": [{"label": "ProfilerStep#2", "launched": {"busy_pct": 20.7},
+        "window": {"label": "whole trace", "window_busy_pct": 10.0, "verdict": {"label": "mixed"}},
+        "steps": [{"label": "ProfilerStep#2", "window_busy_pct": 20.74,
                    "verdict": {"label": "overhead-bound"}}],
     }
-    assert facts_headline(facts, "ProfilerStep#2") == "GPU busy 21% of launched work · overhead-bound"
-    assert facts_headline(facts, "250-1250 us") == "whole trace: GPU busy 10% of launched work · mixed"
+    assert facts_headline(facts, "ProfilerStep#2") == "GPU busy 20.7% of the window · overhead-bound"
+    assert facts_headline(facts, "250-1250 us") == "whole trace: GPU busy 10.0% of the window · mixed"
 
 
 def test_headline_from_the_analyzer_when_it_is_there(gpu):
@@ -454,8 +455,13 @@ def test_headline_from_the_analyzer_when_it_is_there(gpu):
     drawn = analysis.facts(gpu, window=window).window
     svg = render_timeline(gpu, window, facts=analysis.facts(gpu, window=window))
     (headline,) = texts(parse(svg), "headline")
-    # The badge shows the drawn window's verdict and the busy share it is made of, named.
-    assert headline == f"GPU busy {drawn.launched.busy_pct:.0f}% of launched work · {drawn.verdict.label}"
+    # The badge shows the drawn window's verdict and the busy share it is made of, named, as the
+    # facts box of the same window gives it.
+    assert headline == f"GPU busy {drawn.window_busy_pct:.1f}% of the window · {drawn.verdict.label}"
+    from scripts.tracefacts.pictures.facts_box import render_facts_box
+
+    box = str(render_facts_box(analysis.facts(gpu, window=window), "guide/"))
+    assert f"{drawn.window_busy_pct:.1f}% of {drawn.label}" in box
 
 
 def test_same_bytes_under_any_hash_seed(gpu_svg):

@@ -1,6 +1,6 @@
-"""The verdict and the launched-work view on traces written out by hand, with their numbers worked
-out by hand: the GPU waiting for the host, the GPU queued behind its own work, a mix of both, and
-steps whose kernels run after the step has ended."""
+"""The verdict (read from the window's time split) and the launched-work view on traces written
+out by hand, with their numbers worked out by hand: the GPU waiting for the host, the GPU queued
+behind its own work, a mix of both, and steps whose kernels run after the step has ended."""
 
 from __future__ import annotations
 
@@ -38,18 +38,23 @@ def test_host_wait_dominates_overhead_bound():
     assert (launched.host_wait_us, launched.queued_us, launched.other_us) == pytest.approx((191, 6, 0))
     assert launched.active_us == pytest.approx(212)
     assert window.launches.delay_p50_us == pytest.approx(2)
+    # The time window [0, 300]: busy 3 x 5 us; stalled from each call's return to its kernel's
+    # start, [15, 17], [115, 117], [215, 217]; the rest the GPU waited for the host: 279 us.
+    split = window.time_split
+    assert (split.busy_us, split.host_wait_us, split.stalled_us) == pytest.approx((15, 279, 6))
     assert window.verdict.label == "overhead-bound"
-    # 15 / 212 = 7.1%, 191 / 212 = 90.1%, 6 / 212 = 2.8%
+    # 15 / 300 = 5.0%, 279 / 300 = 93.0%, 6 / 300 = 2.0%
     assert window.verdict.reason == (
-        "the GPU was busy 7.1% of its time on the work launched here (212 us), idle waiting for "
-        "the host 90.1%, queued 2.8%; median launch delay 2 us: the host set the pace")
+        "the GPU was busy 5.0% of the window (300 us), idle waiting for the host 93.0%, stalled "
+        "2.0%; median launch delay 2 us: the host set the pace")
 
 
-def test_host_only_time_before_the_first_launch_or_after_the_last_does_not_count():
+def test_host_only_time_counts_as_host_wait_in_the_window_not_in_the_launched_work():
     plain = facts(build_trace(host_bound())).window
     padded = facts(build_trace(host_bound(offset=50_000, head=40_000, tail=30_000))).window
     assert padded.window_busy_pct < plain.window_busy_pct / 100  # the time window is mostly host
-    assert padded.verdict == plain.verdict
+    assert padded.time_split.host_wait_pct > plain.time_split.host_wait_pct
+    assert padded.verdict.label == plain.verdict.label == "overhead-bound"
     for name in ("busy_us", "active_us", "host_wait_us", "queued_us", "busy_pct", "host_wait_pct"):
         assert getattr(padded.launched, name) == pytest.approx(getattr(plain.launched, name)), name
 
@@ -65,22 +70,31 @@ def queue_filling() -> dict:
     return w.trace()
 
 
-def test_queued_work_with_long_launch_delays_is_compute_bound():
+def test_queued_work_with_long_launch_delays_is_gpu_bound():
     result = facts(build_trace(queue_filling()))
     (step,) = result.steps
-    # The step's time window holds 10 us of the GPU's 400: the time-window view says 50%...
+    # The step's time window [0, 20] holds 10 us of the GPU's 400 (50%), after the GPU waited for
+    # the host [0, 3] and sat stalled [3, 10] with K0 launched: not GPU-bound, the GPU idled half
+    # of it.
     assert step.window_busy_pct == pytest.approx(100 * 10 / 20)
-    # ...the work it launched kept the GPU busy: K0 idle [0, 10], host wait 3 and queued 7; K1-K3
+    assert (step.time_split.host_wait_us, step.time_split.stalled_us) == pytest.approx((3, 7))
+    assert step.verdict.label == "mixed"
+    # The work it launched kept the GPU busy: K0 idle [0, 10], host wait 3 and queued 7; K1-K3
     # 1 us each after the previous kernel, long after their calls returned: queued.
     launched = step.launched
     assert (launched.busy_us, launched.host_wait_us, launched.queued_us) == pytest.approx((400, 3, 10))
     assert (launched.start_us, launched.end_us) == (10, 413)
     # Delays: 10 - 3, 111 - 8, 212 - 13, 313 - 18; the median by nearest rank is the second.
     assert step.launches.delay_p50_us == pytest.approx(103)
-    assert step.verdict.label == "compute-bound"
-    assert step.verdict.reason == (  # 400 / 413 = 96.9%, 3 / 413 = 0.7%, 10 / 413 = 2.4%
-        "the GPU was busy 96.9% of its time on the work launched here (413 us), idle waiting for "
-        "the host 0.7%, queued 2.4%; median launch delay 103 us: the GPU's own work set the pace")
+    # The whole trace [0, 415]: busy 400; stalled [3, 10] and the three 1 us gaps between the
+    # kernels; waiting for the host [0, 3] and, after the last kernel, [413, 415].
+    window = result.window
+    split = window.time_split
+    assert (split.busy_us, split.host_wait_us, split.stalled_us) == pytest.approx((400, 5, 10))
+    assert window.verdict.label == "GPU-bound"
+    assert window.verdict.reason == (  # 400 / 415 = 96.4%, 5 / 415 = 1.2%, 10 / 415 = 2.4%
+        "the GPU was busy 96.4% of the window (415 us), idle waiting for the host 1.2%, stalled "
+        "2.4%; median launch delay 103 us: the GPU's own work set the pace")
 
 
 def test_neither_dominates_mixed():
@@ -93,10 +107,14 @@ def test_neither_dominates_mixed():
     launched = window.launched
     # Host wait: K0 [0, 2], K2 [70, 102]; queued: K0 [2, 4], K1 [34, 40], K2 [102, 104].
     assert (launched.busy_us, launched.host_wait_us, launched.queued_us) == pytest.approx((90, 34, 10))
-    assert window.verdict.label == "mixed"  # host wait 34 / 134 = 25.4%, busy or queued 100 / 134 = 74.6%
+    # The time window [0, 134] is the same span: stalled where a launched kernel had not started
+    # ([2, 4], K1 from its return at 22, but the GPU busy with K0 until 34: [34, 40], [102, 104]).
+    split = window.time_split
+    assert (split.busy_us, split.host_wait_us, split.stalled_us) == pytest.approx((90, 34, 10))
+    assert window.verdict.label == "mixed"  # host wait 34 / 134 = 25.4%, busy 90 / 134 = 67.2%
     assert window.verdict.reason.startswith(
-        "the GPU was busy 67.2% of its time on the work launched here (134 us), idle waiting for "
-        "the host 25.4%, queued 7.5%")
+        "the GPU was busy 67.2% of the window (134 us), idle waiting for the host 25.4%, stalled "
+        "7.5%")
     assert window.verdict.reason.endswith(": neither the host nor the GPU's work dominates")
 
 
@@ -133,18 +151,23 @@ def test_steps_own_the_work_they_launched_wherever_it_ran():
     # 1 us after the previous GEMM, their calls long returned: queued.
     assert [t for s in (s1, s2, s3) for t in (s.launched.host_wait_us, s.launched.queued_us)] == pytest.approx(
         [5, 2, 0, 1, 0, 1])
-    assert [s.verdict.label for s in (s1, s2, s3)] == ["compute-bound"] * 3
     assert [s.launches.delay_p50_us for s in (s1, s2, s3)] == pytest.approx([2, 33, 64])
     assert s3.launched.start_us > s3.end_us  # step 3's GEMM starts after step 3 ended
-    # Time-window view: what ran between the step's start and end, whoever launched it.
-    # Step 1 [0, 50]: G1 from 12; step 2 [50, 100]: G1 to 92, G2 from 93; step 3 [100, 150]: G2;
-    # step 4 [150, 300]: G2 to 173, G3 [174, 254].
+    # Time-window view, which the verdict reads: what ran between the step's start and end,
+    # whoever launched it. Step 1 [0, 50]: G1 from 12; step 2 [50, 100]: G1 to 92, G2 from 93;
+    # step 3 [100, 150]: G2; step 4 [150, 300]: G2 to 173, G3 [174, 254].
     assert [s.window_busy_us for s in (s1, s2, s3, s4)] == pytest.approx([38, 49, 50, 103])
-    assert s4.launched is None and s4.verdict.label == analysis.NO_GPU
-    assert s4.verdict.reason == ("no GPU activity was launched in this window; the GPU was busy "
-                                 "68.7% of the window with work launched before it")  # 103 / 150
+    # Stalled: step 1 [10, 12] (G1 returned at 10), step 2 [92, 93], step 4 [173, 174]; waiting
+    # for the host: step 1 [0, 10], step 4 after G3 [254, 300] (it launched nothing).
+    assert [t for s in (s1, s2, s3, s4) for t in (s.time_split.host_wait_us, s.time_split.stalled_us)] == (
+        pytest.approx([10, 2, 0, 1, 0, 0, 46, 1]))
+    assert [s.verdict.label for s in (s1, s2, s3, s4)] == ["mixed", "GPU-bound", "GPU-bound", "mixed"]
+    assert s4.launched is None
+    assert s4.verdict.reason == ("the GPU was busy 68.7% of the window (150 us), idle waiting for "
+                                 "the host 30.7%, stalled 0.7%: neither the host nor the GPU's work "
+                                 "dominates")  # 103 / 150, 46 / 150, 1 / 150
     table = summary_text(facts(build_trace(spilling_steps())))
-    assert "per ProfilerStep:" in table and table.count("compute-bound") >= 3
+    assert "per ProfilerStep:" in table and table.count("GPU-bound") >= 2
 
 
 def test_steady_step_skips_the_first_and_takes_the_median():

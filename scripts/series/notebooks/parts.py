@@ -94,7 +94,8 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             "## 64×64: how busy is the GPU?",
             Run(P1 + "64_bf16_cold_eager",
                 "Read the two totals at the foot of the table first: how does the CPU's compare with the "
-                "GPU's? The post reads them for its run and gives the analyzer's verdict. `matmul_add` has "
+                "GPU's (a ratio, not how busy the GPU was)? The post reads them for its run and gives the "
+                "analyzer's GPU busy share and verdict. `matmul_add` has "
                 "two rows: the CPU label, and its span on the GPU lane, which counts the idle time between "
                 "its kernels."),
             "## 4096×4096: does the GPU become the bottleneck?",

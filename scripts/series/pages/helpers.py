@@ -190,9 +190,10 @@ class Run:
         shown = self.example.trace_path.relative_to(catalog.ROOT).as_posix()
         return cache.cached_file("summary", render.summary, self.trace_input, shown).read_text()
 
-    def facts(self) -> Markup:
-        """The analyzer's headline facts about the whole trace, as a box."""
-        return render_facts_box(self.trace_facts(), relative_url(FACTS_GUIDE))
+    def facts(self, window=None) -> Markup:
+        """The analyzer's headline facts about the whole trace (or `window`, as trace_facts
+        takes it: the step a picture draws, say), as a box."""
+        return render_facts_box(self.trace_facts(window), relative_url(FACTS_GUIDE))
 
     def links(self) -> Markup:
         """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""

@@ -118,7 +118,7 @@ def tokens_per_second(series: dict[str, list[BatchFacts]]) -> str:
             ax.plot([f.batch], [f.tokens_per_s], marker="o", markersize=6, color=colour,
                     markerfacecolor=CARD if hollow else colour)
     ax.plot([], [], marker="o", color=INK, markerfacecolor=CARD, linestyle="", label="overhead-bound step")
-    ax.plot([], [], marker="o", color=INK, linestyle="", label="mixed or compute-bound step")
+    ax.plot([], [], marker="o", color=INK, linestyle="", label="mixed, stalled or GPU-bound step")
     _log2_sizes(ax, sorted(batches))
     ax.set_yscale("log")
     ax.set_xlabel("batch size (sequences decoded together)")

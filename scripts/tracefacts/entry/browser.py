@@ -86,25 +86,24 @@ def steps_table(steps: list[dict]) -> Markup | None:
         return None
     num = {"class": "num"}
     head = [th("Step", {"scope": "col"})] + [th(name, {"scope": "col", "class": "num"}) for name in (
-        "Duration", "CPU busy", "GPU busy in the step", "GPU busy of its launched work",
-        "Host wait", "Queued", "Launches", "Median launch delay")] + [th("Verdict", {"scope": "col"})]
+        "Duration", "CPU busy", "GPU busy", "Host wait", "Stalled", "Launches",
+        "Median launch delay")] + [th("Verdict", {"scope": "col"})]
     rows = []
     for step in steps:
-        launched = step["launched"] or {}
+        split = step.get("time_split") or {}
         delay = step["launches"].get("delay_p50_us")
         rows.append([
             th("#" + step["label"].rsplit("#", 1)[-1], {"scope": "row"}),
             td(format_us(step["dur_us"]), num),
             td(_percent(step["cpu_busy_pct"]), num),
             td(_percent(step["window_busy_pct"]), num),
-            td(_percent(launched.get("busy_pct")), num),
-            td(_percent(launched.get("host_wait_pct")), num),
-            td(_percent(launched.get("queued_pct")), num),
+            td(_percent(split.get("host_wait_pct")), num),
+            td(_percent(split.get("stalled_pct")), num),
             td(f"{step['launches']['launches']:,}", num),
             td("–" if delay is None else format_us(delay), num),
             step["verdict"]["label"],
         ])
-    caption = "Per ProfilerStep (host wait and queued: shares of the GPU time of its launched work)"
+    caption = "Per ProfilerStep (GPU busy, host wait and stalled: shares of the step's time)"
     return scrolling_table(html_table(head, rows, caption=caption, attrs={"class": "prof"}),
                            "per-step facts", searchable=False)
 

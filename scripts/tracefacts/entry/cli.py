@@ -1,5 +1,5 @@
 """Say what a torch.profiler trace shows: GPU busy time, its gaps and why, launch delays, the top
-kernels, and whether the program is overhead-bound or compute-bound.
+kernels, and who set the pace: overhead-bound, GPU-bound, stalled or mixed.
 
     python scripts/analyze.py TRACE [TRACE ...] [--json] [--svg OUT]
                               [--step N|steady | --window START:END] [--blocks]

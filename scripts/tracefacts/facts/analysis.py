@@ -15,12 +15,13 @@ places where we differ on purpose are listed in docs/guide/analyze-your-trace.md
 - Launch delay: activity start - end of the runtime/driver call with the same correlation id,
   clipped at 0, for every launch API (HTA only knows four names).
 
-Two views of a window. The time-window view (`window_busy_*`) clips GPU intervals to the window:
-what the GPU did between its start and end, whoever launched it. The launched-work view
-(`launched`, and every other GPU fact) takes the activities launched in the window, wherever they
-ran: an activity belongs to the window in which its launch call started, as HTA assigns kernels to
-iterations. The verdict comes from the launched work: its busy time and the GPU's idle time
-before each of its activities, by cause (the GPU waited for the host, or the work was queued).
+Two views of a window. The time-window view (`window_busy_*`, `time_split`) clips GPU intervals
+to the window: what the GPU did between its start and end, whoever launched it. It gives the one
+GPU busy share, and the verdict: who set the pace (overhead-bound, GPU-bound, stalled, mixed),
+from the split of the window's GPU time into busy, waiting for the host and stalled (idle with
+work already launched). The launched-work view (`launched`, and the activity facts) takes the
+activities launched in the window, wherever they ran: an activity belongs to the window in which
+its launch call started, as HTA assigns kernels to iterations.
 
 The engine in modules: `analysis_facts` (the constants that define its terms, and the typed
 facts), `analysis_index` (what every window needs, once per trace), `analysis_window` (one
@@ -31,14 +32,16 @@ from here.
 from __future__ import annotations
 
 from .terms import (  # noqa: F401 (the engine's names, imported from here)
-    COLUMN_KINDS, COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HOST_WORK_KINDS,
-    HTA_LAUNCH_APIS, KERNEL_WAIT_US, NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TIMES_ONLY_KINDS,
-    TOP_KERNELS, WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle,
-    TemporalBreakdown, TraceFacts, Verdict, WindowFacts, rounded)
+    COLUMN_KINDS, GAP_MIN_US, GPU_BOUND, GPU_BOUND_MIN_BUSY_PCT, HOST_WORK_KINDS,
+    HTA_LAUNCH_APIS, KERNEL_WAIT_US, MIXED, NO_GPU, OVERHEAD_BOUND,
+    OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, PACE_LABELS, STALLED, STALLED_MIN_STALLED_PCT,
+    TIMES_ONLY_KINDS, TOP_KERNELS, WIDEST_GAPS, WORK_CLASSES, Gap, KernelStat, LaunchedWork,
+    LaunchStats, StreamIdle, TemporalBreakdown, TimeSplit, TraceFacts, Verdict, WindowFacts,
+    WorkClassShare, pace, rounded)
 from .index import TraceIndex, kernel_kind  # noqa: F401
 from .text import _ms, short_name, summary_text  # noqa: F401
-from .window import (hta_scope_breakdown, hta_scope_end, top_kernels,  # noqa: F401
-                              verdict, window_facts)
+from .window import (hta_scope_breakdown, hta_scope_end, time_split,  # noqa: F401
+                     top_kernels, verdict, window_facts)
 from ..model.trace import Trace, Window, paused_gc, select_window
 
 # --- the engine ----------------------------------------------------------------------------------

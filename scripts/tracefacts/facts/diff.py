@@ -5,11 +5,11 @@
 `diff_text` reads the result out. Nothing here reads a trace: every number is a fact that
 scripts/tracefacts/facts/analysis.py defines, and the diff only subtracts and divides.
 
-The deltas: the verdict on each side; GPU busy in both views (of the work launched in the window,
-which the verdict is made of, and of the time window); the idle time before that work by cause
-(waiting for the host, queued, other) and as gaps (their total, how many of GAP_MIN_US or more,
-the widest); wall time, launches and kernels per ProfilerStep; and the GPU activities added,
-removed and changed, by full name.
+The deltas: the verdict on each side; GPU busy in both views (of the time window, with the
+window's idle time waiting for the host and stalled, which the verdict is made of, and of the work
+launched in the window); the idle time before that work by cause (waiting for the host, stalled,
+other) and as gaps (their total, how many of GAP_MIN_US or more, the widest); wall time, launches
+and kernels per ProfilerStep; and the GPU activities added, removed and changed, by full name.
 """
 
 from __future__ import annotations
@@ -80,17 +80,19 @@ class TraceDiff:
     window_us: Delta  # the compared windows' durations
     steps: Delta  # ProfilerSteps inside the windows
     wall_us_per_step: Delta
-    launched_busy_pct: Delta  # GPU busy of the launched work: what the verdict reads
-    window_busy_pct: Delta  # GPU busy in the time window
+    launched_busy_pct: Delta  # GPU busy of the launched work's GPU time
+    window_busy_pct: Delta  # GPU busy in the time window: what the verdict reads, with the two below
+    window_host_wait_pct: Delta  # the time window's idle time waiting for the host
+    window_stalled_pct: Delta  # ...and stalled (work launched, not started)
     gpu_time_us: Delta  # the launched work's GPU time: its busy time and the idle time before it
     busy_us: Delta
     host_wait_pct: Delta  # the idle time by cause, as shares of the GPU time...
-    queued_pct: Delta
+    queued_pct: Delta  # stalled: after the launch call returned
     other_pct: Delta
     host_wait_us: Delta  # ...and in us
     queued_us: Delta
     other_us: Delta
-    gap_us: Delta  # all idle time before the launched work: host wait + queued + other
+    gap_us: Delta  # all idle time before the launched work: host wait + stalled + other
     gaps: Delta  # idle times of GAP_MIN_US or more
     launches: Delta  # in the window
     kernels: Delta
@@ -130,6 +132,10 @@ def _launched(w: WindowFacts, name: str) -> float | None:
     return getattr(w.launched, name) if w.launched is not None else None
 
 
+def _split(w: WindowFacts, name: str) -> float | None:
+    return getattr(w.time_split, name) if w.time_split is not None else None
+
+
 def diff(before: TraceFacts, after: TraceFacts, top: int = TOP_CHANGES) -> TraceDiff:
     """What changed from `before` to `after`, in the windows their facts describe."""
     b, a = before.window, after.window
@@ -150,6 +156,8 @@ def diff(before: TraceFacts, after: TraceFacts, top: int = TOP_CHANGES) -> Trace
         wall_us_per_step=delta(steps_b.wall_us, steps_a.wall_us),
         launched_busy_pct=launched("busy_pct"),
         window_busy_pct=delta(b.window_busy_pct, a.window_busy_pct),
+        window_host_wait_pct=delta(_split(b, "host_wait_pct"), _split(a, "host_wait_pct")),
+        window_stalled_pct=delta(_split(b, "stalled_pct"), _split(a, "stalled_pct")),
         gpu_time_us=launched("active_us"),
         busy_us=launched("busy_us"),
         host_wait_pct=launched("host_wait_pct"),
@@ -231,18 +239,20 @@ def rows(d: TraceDiff, brief: bool = False, us=_ms) -> list[Row]:
     found = [
         Row("wall time per ProfilerStep", d.wall_us_per_step, "us"),
         None if one_step or brief else Row("ProfilerSteps", d.steps, "count"),
-        Row("GPU busy, of the launched work's GPU time", d.launched_busy_pct, "pct"),
         Row("GPU busy, of the time window", d.window_busy_pct, "pct"),
+        Row("GPU idle waiting for the host, of the time window", d.window_host_wait_pct, "pct"),
+        Row("GPU stalled, of the time window", d.window_stalled_pct, "pct"),
+        None if brief else Row("GPU busy, of the launched work's GPU time", d.launched_busy_pct, "pct"),
         None if brief else Row("GPU time of the launched work", d.gpu_time_us, "us"),
         None if brief else Row("  busy", d.busy_us, "us"),
         Row("  idle waiting for the host" if not brief else "GPU idle waiting for the host",
             d.host_wait_us, "us"),
-        Row("  idle queued behind GPU work" if not brief else "GPU idle queued behind GPU work",
-            d.queued_us, "us"),
+        Row("  idle stalled (launched, not started)" if not brief
+            else "GPU stalled before the launched work", d.queued_us, "us"),
         Row("  idle, other (no launch call)" if not brief else "GPU idle, other (no launch call)",
             d.other_us, "us") if other else None,
         None if brief else Row("idle waiting for the host, share", d.host_wait_pct, "pct"),
-        None if brief else Row("idle queued, share", d.queued_pct, "pct"),
+        None if brief else Row("idle stalled, share", d.queued_pct, "pct"),
         None if brief or not other else Row("idle other, share", d.other_pct, "pct"),
         Row("GPU gaps before the launched work, total", d.gap_us, "us"),
         Row(f"GPU gaps of {us(GAP_MIN_US)} or more", d.gaps, "count"),
@@ -317,7 +327,7 @@ def kernel_lists(d: TraceDiff) -> list[tuple[str, list[KernelDelta]]]:
 
 def _gap_line(gap: Gap) -> str:
     causes = [f"{name} {_ms(us)}" for name, us in (("host wait", gap.host_wait_us),
-                                                   ("queued", gap.queued_us),
+                                                   ("stalled", gap.queued_us),
                                                    ("other", gap.other_us)) if us > 0]
     return (f"{_ms(gap.dur_us):>10} at {_ms(gap.start_us)} on GPU {gap.device}, before "
             f"{short_name(gap.next_activity)} ({', '.join(causes)})")

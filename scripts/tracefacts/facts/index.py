@@ -11,13 +11,14 @@ import math
 import re
 from array import array
 from collections import deque
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from itertools import compress, islice, repeat
-from operator import add, eq, ge, gt, le, lt, neg, or_, sub
+from operator import add, eq, ge, gt, le, lt, neg, not_, or_, sub
 
+from .kernels import work_class
 from .terms import HOST_WORK_KINDS, KERNEL_WAIT_US
-from ..model.intervals import (Merged, intersection, sorted_values, union_of_arrays, union_of_spans,
-                        union_of_times)
+from ..model.intervals import (Merged, difference, intersection, sorted_values, union_of_arrays,
+                        union_of_spans, union_of_times)
 from ..model.launches import activity_table, launch_table
 from ..model.columnar.rows import (Coded, longest_first_at_equal_starts, pieces, stable_order,
                      stable_order_in_pieces, taken, taken_all)
@@ -29,6 +30,9 @@ _MEMORY = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")
 _NOT_COMPUTE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
 # Host calls that block until the GPU catches up: time in them is waiting, not host work.
 _HOST_WAIT_CALL = re.compile(r"Synchronize|^(cuda|hip)Memcpy$|^cuMemcpy(DtoH|HtoD)?(_v2)?$")
+# Host calls that hand the GPU work (kernels, graphs, copies, memsets): one of them with no GPU
+# activity in the trace launched work the trace does not show (the kernels of a CUDA graph).
+_LAUNCHES_WORK = re.compile(r"Launch(?!HostFunc)|Memcpy\w*Async|Memset\w*Async")
 
 
 def kernel_kind(name: str, kind: str = "kernel") -> str:
@@ -53,13 +57,15 @@ class TraceIndex:
 
     def __init__(self, trace: Trace):
         self.trace = trace
+        self.trace_end = trace.end_us
+        waits = _host_waits(trace)
         self._activities(trace)
         self._gaps()
+        self._hidden_launches(waits)
         self._idle_before()
         self._launches()
-        self.trace_end = trace.end_us
         self.host_work = _host_work(trace)
-        self.host_wait = intersection(self.host_work, _host_waits(trace))
+        self.host_wait = intersection(self.host_work, waits)
         self.compute_union: tuple | None = None  # of all the compute activities, once made
 
     def _activities(self, trace: Trace) -> None:
@@ -86,6 +92,7 @@ class TraceIndex:
             column.with_codes(found) for column, found in zip(coded, codes))
         del codes
         self.kinds = _kernel_kinds(self.names, self.event_kinds)
+        self.work_classes = _kernel_kinds(self.names, self.event_kinds, work_class)
         # Where each activity of the table (in trace order: by start) is placed: the rows of
         # `_gaps` by start, without a sort.
         self._placed_at = array("i" if len(order) < (1 << 31) else "q", [0]) * len(order)
@@ -173,6 +180,7 @@ class TraceIndex:
         self.idle_host_wait, self.idle_queued, self.idle_other = (array("d", bytes(8 * n))
                                                                   for _ in range(3))
         call_starts, call_durs = self.calls.ts, self.calls.dur
+        call_ends = array("d", map(add, call_starts, call_durs))
         streams: dict = {}  # device -> its streams' keys
         for key in self._by_stream_start:
             streams.setdefault(key[0], []).append(key)
@@ -203,7 +211,83 @@ class TraceIndex:
                         host = gap if gap < host else host
                         host_wait[i], queued[i] = host, gap - host
                 free_at = end if end > free_at else free_at
-        del self._by_stream_start
+            self._split_idle(device, members, starts, call_ends)
+        del self._by_stream_start, self._hidden
+
+    def _split_idle(self, device, members: array, starts: array, call_ends: array) -> None:
+        """The GPU's idle time on `device` (`members`: its activities, `starts` theirs, by
+        start), as the time split reads it (`stalled_by_device`, `unattributed_by_device`):
+        stalled while work was launched and not started yet (from its launch call's return to
+        its start; after a launch whose GPU work the trace does not show, until the GPU's next
+        activity or the return of a synchronizing call), unattributed in the gaps before
+        activities without a launch call, not stalled; the rest of its idle time the GPU
+        waited for the host. Merged intervals, in arrays (`call_ends`: where each launch call
+        returned)."""
+        rows = taken(self.launches, members)
+        launched = bytes(map(ge, rows, repeat(0)))
+        returns = _at_rows(call_ends, rows, repeat(math.inf))
+        pending = bytes(map(lt, returns, starts))
+        returns, until = (array("d", compress(column, pending)) for column in (returns, starts))
+        del pending
+        for returned, ends_by in self._hidden.get(device, ()):
+            following = bisect_right(starts, returned)
+            next_start = starts[following] if following < len(starts) else math.inf
+            returns.append(returned)
+            until.append(min(next_start, ends_by))
+        busy = self.busy_by_device[device]
+        pending = union_of_arrays(returns, until)
+        del returns, until
+        self.stalled_by_device[device] = stalled = difference(pending, busy)
+        del pending
+        # Before activities without a launch call: their gaps (idle by construction).
+        unknown = bytes(map(not_, launched))
+        other = kept(taken(self.idle_other, members), unknown)
+        if any(other):
+            other_ends = kept(starts, unknown)
+            self.unattributed_by_device[device] = difference(
+                union_of_arrays(array("d", map(sub, other_ends, other)), other_ends), stalled)
+
+    def _hidden_launches(self, waits: Merged) -> None:
+        """The launch calls that hand the GPU work but have no GPU activity in the trace (a CUDA
+        graph launch whose kernels it does not show): per device, (when each returned, when its
+        work was done at the latest as the host sees it: the end of the first synchronizing call
+        begun after it, else the trace's end), and `hidden_launch_times` (the calls' starts,
+        sorted) and `hidden_launch_names`. A call's device: the only one, else the one its
+        thread launched the most visible work on."""
+        calls = self.calls
+        self.stalled_by_device, self.unattributed_by_device = {}, {}
+        seen = bytearray(len(calls))
+        for row in self.launches:
+            if row >= 0:
+                seen[row] = 1
+        works = {name: bool(_LAUNCHES_WORK.search(name)) for name in calls.names.values}
+        hidden = [row for row in compress(range(len(calls)), map(not_, seen))
+                  if works[calls.names[row]]]
+        hidden.sort(key=calls.ts.__getitem__)
+        self.hidden_launch_times = array("d", map(calls.ts.__getitem__, hidden))
+        self.hidden_launch_names = [calls.names[row] for row in hidden]
+        self._hidden: dict = {}
+        if not hidden or not self.devices:
+            return
+        device_of_thread: dict = {}
+        if len(self.devices) > 1:
+            counts: dict = {}
+            for row, device in zip(self.launches, self.device_of):
+                if row >= 0:
+                    key = (calls.threads[row], device)
+                    counts[key] = counts.get(key, 0) + 1
+            for (thread, device), n in sorted(counts.items(), key=lambda kv: -kv[1]):
+                device_of_thread.setdefault(thread, device)
+        wait_starts, wait_ends = waits
+        for row in hidden:
+            device = (self.devices[0] if len(self.devices) == 1
+                      else device_of_thread.get(calls.threads[row]))
+            if device is None:
+                continue
+            returned = calls.ts[row] + calls.dur[row]
+            first = bisect_left(wait_starts, returned)
+            ends_by = wait_ends[first] if first < len(wait_ends) else self.trace_end
+            self._hidden.setdefault(device, []).append((returned, max(ends_by, returned)))
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
@@ -247,13 +331,13 @@ class TraceIndex:
                 bisect_left(self.placed_times, window.end))
 
 
-def _kernel_kinds(names: Coded, kinds: Coded) -> Coded:
+def _kernel_kinds(names: Coded, kinds: Coded, tell=kernel_kind) -> Coded:
     """compute / communication / memory / other of each activity (`kernel_kind` of its name and
-    kind), told once per pair of codes."""
+    kind; or what `tell` says of them, as its work class), told once per pair of codes."""
     found = Coded()
     pairs = Coded()
     pairs.extend_pairs(names.codes, kinds.codes)
-    told = [kernel_kind(names.values[name], kinds.values[kind]) for name, kind in pairs.values]
+    told = [tell(names.values[name], kinds.values[kind]) for name, kind in pairs.values]
     found.extend(told)
     found.codes = taken(found.codes, pairs.codes, None)
     return found

@@ -14,10 +14,17 @@ from ..model.trace import GPU_ACTIVITY_KINDS, LAUNCH_KINDS
 # says nanoseconds, but it compares against trace timestamps, which are microseconds.
 KERNEL_WAIT_US = 30.0
 
-# Verdict thresholds, as shares of the launched work's GPU time (its busy time plus the GPU's idle
-# time before each of its activities; see LaunchedWork). Explained in the guide page.
+# Who set the pace of a window: thresholds on its time split (TimeSplit: busy, host wait, stalled
+# and unattributed shares of the window's GPU time, which add up to 100%), read by `pace`.
+# Explained in docs/guide/analyze-your-trace.md#the-verdict and the glossary.
 OVERHEAD_BOUND_MIN_HOST_WAIT_PCT = 50.0  # the GPU idled waiting for the host at least this long
-COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT = 80.0  # busy, or idle with the next work already queued
+STALLED_MIN_STALLED_PCT = 50.0  # the GPU idled with work already launched at least this long
+GPU_BOUND_MIN_BUSY_PCT = 80.0  # the GPU was busy at least this long
+
+OVERHEAD_BOUND = "overhead-bound"  # the GPU waited for the host
+GPU_BOUND = "GPU-bound"  # the GPU's own work set the pace
+STALLED = "stalled"  # the GPU sat idle with work already launched
+MIXED = "mixed"  # none of them dominates
 
 TOP_KERNELS = 10
 # Idle time before a GPU activity shorter than this is the GPU moving from one queued kernel to the
@@ -42,6 +49,34 @@ TIMES_ONLY_KINDS = frozenset({"cpu_op", "python"})
 COLUMN_KINDS = TIMES_ONLY_KINDS | LAUNCH_KINDS | GPU_ACTIVITY_KINDS
 
 NO_GPU = "no GPU activity"
+PACE_LABELS = (OVERHEAD_BOUND, GPU_BOUND, STALLED, MIXED, NO_GPU)
+
+
+def pace(busy_pct: float, host_wait_pct: float, stalled_pct: float) -> str:
+    """Who set the pace, from the shares of one window's GPU time (TimeSplit), each rounded to
+    0.1 as it is printed, so that a share shown as 50.0% never sits on the other side of a 50%
+    threshold: overhead-bound, stalled, GPU-bound or mixed (NO_GPU is the caller's: a window
+    in which the GPU was neither busy nor stalled). The shares add up to at most 100%, so at
+    most one label's condition holds, but for host wait and stalled both at exactly 50%:
+    overhead-bound, checked first. A GPU idle more than 100 - GPU_BOUND_MIN_BUSY_PCT of the
+    window is never GPU-bound."""
+    busy, host_wait, stalled = (round(x, 1) for x in (busy_pct, host_wait_pct, stalled_pct))
+    if host_wait >= OVERHEAD_BOUND_MIN_HOST_WAIT_PCT:
+        return OVERHEAD_BOUND
+    if stalled >= STALLED_MIN_STALLED_PCT:
+        return STALLED
+    if busy >= GPU_BOUND_MIN_BUSY_PCT:
+        return GPU_BOUND
+    return MIXED
+
+
+# What the GPU's busy time was spent on, by kernel name (scripts/tracefacts/facts/kernels.py).
+MATRIX_MATH = "matrix math"  # GEMMs, convolutions, attention
+MEMORY_BOUND_KERNELS = "memory-bound kernels"  # elementwise, reductions, norms, softmax, indexing
+COPIES = "copies and memsets"  # memcpy and memset activities
+COMMUNICATION = "communication"  # NCCL collectives and point-to-point
+UNKNOWN = "unknown"  # a name the decoder cannot read: never guessed
+WORK_CLASSES = (MATRIX_MATH, MEMORY_BOUND_KERNELS, COPIES, COMMUNICATION, UNKNOWN)
 
 
 # --- the facts ---------------------------------------------------------------------------------
@@ -136,16 +171,49 @@ class LaunchStats:
 @dataclass
 class KernelStat:
     name: str
-    kind: str  # compute / communication / memory / other
+    kind: str  # compute / communication / memory / other (HTA's kinds)
     count: int
     total_us: float
     mean_us: float
     share_pct: float  # of all GPU activity time in the window
+    work_class: str = UNKNOWN  # one of WORK_CLASSES (scripts/tracefacts/facts/kernels.py)
+
+
+@dataclass
+class WorkClassShare:
+    """The GPU activities of one work class, of those launched in the window (as top_kernels)."""
+
+    work_class: str  # one of WORK_CLASSES
+    count: int
+    total_us: float
+    share_pct: float  # of all GPU activity time in the window, as KernelStat's
+
+
+@dataclass
+class TimeSplit:
+    """The window's GPU time (its length times the number of GPUs) in four parts that add up to
+    it: busy (a kernel, memcpy or memset running: the GPU busy share, `window_busy_pct`);
+    waiting for the host (idle with nothing launched waiting to run); stalled (idle with work
+    already launched and not started: a dependency, a synchronization, another stream, the GPU's
+    own latency between queued kernels, or a launch whose GPU work the trace does not show, such
+    as the kernels inside a CUDA graph's launch); unattributed (idle before activities that have
+    no launch call in the trace, not stalled). The verdict is read from these shares (`pace`)."""
+
+    span_us: float
+    busy_us: float
+    host_wait_us: float
+    stalled_us: float
+    unattributed_us: float
+    busy_pct: float  # of span_us, as are the three below
+    host_wait_pct: float
+    stalled_pct: float
+    unattributed_pct: float
+    hidden_launches: int = 0  # launch calls in the window whose GPU work the trace does not show
 
 
 @dataclass
 class Verdict:
-    label: str  # compute-bound / overhead-bound / mixed / no GPU activity
+    label: str  # overhead-bound / GPU-bound / stalled / mixed / no GPU activity (PACE_LABELS)
     reason: str
 
 
@@ -153,8 +221,10 @@ class Verdict:
 class WindowFacts:
     """The facts of one time window: a ProfilerStep, an explicit range or the whole trace.
 
-    `window_busy_*` is the time-window view; every other GPU fact, and the verdict, is of the
-    work launched in the window."""
+    The time-window view, what the GPU did between the window's start and end: `window_busy_*`
+    (the GPU busy share) and `time_split`, which the verdict reads. The launched-work view, the
+    GPU activities launched in the window wherever they ran: `launched` and the activity facts
+    (breakdowns, launches, kernels, work classes)."""
 
     label: str
     start_us: float
@@ -172,7 +242,9 @@ class WindowFacts:
     activities_by_kind: dict[str, int]  # kernel / memcpy / memset
     kernels_by_kind: dict[str, int]  # compute / communication / memory / other
     top_kernels: list[KernelStat]
-    verdict: Verdict  # from `launched` and the launch delays
+    verdict: Verdict  # from `time_split` (and the launch delays, in its reason)
+    time_split: TimeSplit | None = None  # None without GPU activity in the trace
+    work_classes: list[WorkClassShare] = field(default_factory=list)  # with top_kernels
 
 
 @dataclass

@@ -34,21 +34,28 @@ def _ms(us: float) -> str:
 
 def _window_lines(w: WindowFacts) -> list[str]:
     lines = [f"window: {w.label} ({_ms(w.start_us)} to {_ms(w.end_us)}, {_ms(w.dur_us)})"]
-    if w.verdict.label == NO_GPU and not w.window_busy_us:
+    lines.append(f"  verdict: {w.verdict.label}: {w.verdict.reason}")
+    s = w.time_split
+    if s is None:
         lines.append(f"  GPU: {NO_GPU}")
     else:
-        lines.append(f"  GPU busy in the window: {_ms(w.window_busy_us)} = {w.window_busy_pct:.1f}% "
-                     "of the window")
+        lines.append(f"  GPU busy: {_ms(w.window_busy_us)} = {w.window_busy_pct:.1f}% of the window")
+        lines.append(f"  GPU idle: waiting for the host {s.host_wait_pct:.1f}% · stalled "
+                     f"{s.stalled_pct:.1f}%" + (f" · before activities with no launch call "
+                                                 f"{s.unattributed_pct:.1f}%" if s.unattributed_us else "")
+                     + " of the window")
+    if w.work_classes:
+        lines.append("  GPU work by class: " + " · ".join(
+            f"{c.work_class} {c.share_pct:.1f}%" for c in w.work_classes))
     if w.launched is not None:
         x = w.launched
-        lines.append(f"  GPU work launched in the window: {x.activities:,} activities, span "
-                     f"{_ms(x.start_us)} to {_ms(x.end_us)}; busy {_ms(x.busy_us)} = "
-                     f"{x.busy_pct:.1f}% of its GPU time {_ms(x.active_us)}; idle waiting for the "
-                     f"host {x.host_wait_pct:.1f}% · queued {x.queued_pct:.1f}% · other "
-                     f"{x.other_pct:.1f}%")
+        lines.append(f"  launched-work view: {x.activities:,} activities launched in the window, "
+                     f"span {_ms(x.start_us)} to {_ms(x.end_us)}; busy {_ms(x.busy_us)} = "
+                     f"{x.busy_pct:.1f}% of their GPU time {_ms(x.active_us)}; idle before them "
+                     f"waiting for the host {x.host_wait_pct:.1f}% · stalled {x.queued_pct:.1f}% · "
+                     f"no launch call {x.other_pct:.1f}%")
     lines.append(f"  CPU busy: {_ms(w.cpu_busy_us)} = {w.cpu_busy_pct:.1f}% of the window"
                  f" (blocked on the GPU: {_ms(w.cpu_wait_us)})")
-    lines.append(f"  verdict: {w.verdict.label}: {w.verdict.reason}")
     if w.temporal_breakdown is not None:
         lines.append("  temporal breakdown (HTA's definitions): " + _breakdown_line(w.temporal_breakdown))
     for s in w.idle_by_stream:
@@ -62,10 +69,11 @@ def _window_lines(w: WindowFacts) -> list[str]:
         lines.append(f"  GPU activities: {counts} (by kind: {kinds})")
     if w.top_kernels:
         lines.append("  top GPU activities by total time:")
-        lines.append(f"    {'share':>6}  {'total':>10}  {'count':>6}  {'mean us':>9}  name")
+        lines.append(f"    {'share':>6}  {'total':>10}  {'count':>6}  {'mean us':>9}  "
+                     f"{'class':<20}  name")
         for k in w.top_kernels:
             lines.append(f"    {k.share_pct:5.1f}%  {_ms(k.total_us):>10}  {k.count:6,}  "
-                         f"{k.mean_us:9.1f}  {short_name(k.name)}")
+                         f"{k.mean_us:9.1f}  {k.work_class:<20}  {short_name(k.name)}")
     return lines
 
 
@@ -87,17 +95,17 @@ def _breakdown_line(b: TemporalBreakdown) -> str:
 
 
 def _steps_table(steps: list[WindowFacts]) -> list[str]:
-    lines = ["per ProfilerStep: (GPU busy in the step's window, and of the work it launched)",
-             f"  {'step':>6}  {'duration':>10}  {'CPU busy':>8}  {'GPU busy':>8}  {'launched':>8}  "
-             f"{'host wait':>9}  {'queued':>6}  {'launches':>8}  {'delay p50':>9}  verdict"]
+    lines = ["per ProfilerStep: (GPU busy, waiting for the host and stalled: shares of the step's window)",
+             f"  {'step':>6}  {'duration':>10}  {'CPU busy':>8}  {'GPU busy':>8}  "
+             f"{'host wait':>9}  {'stalled':>7}  {'launches':>8}  {'delay p50':>9}  verdict"]
     for s in steps:
         number = s.label.rsplit("#", 1)[-1]
-        x = s.launched
-        launched = (f"{x.busy_pct:7.1f}%  {x.host_wait_pct:8.1f}%  {x.queued_pct:5.1f}%" if x else
-                    f"{'-':>8}  {'-':>9}  {'-':>6}")
+        x = s.time_split
+        idle = (f"{x.host_wait_pct:8.1f}%  {x.stalled_pct:6.1f}%" if x else
+                f"{'-':>9}  {'-':>7}")
         delay = f"{s.launches.delay_p50_us:6.1f} us" if s.launches.launches else f"{'-':>9}"
         lines.append(f"  {number:>6}  {_ms(s.dur_us):>10}  {s.cpu_busy_pct:7.1f}%  "
-                     f"{s.window_busy_pct:7.1f}%  {launched}  {s.launches.launches:8,}  {delay}  "
+                     f"{s.window_busy_pct:7.1f}%  {idle}  {s.launches.launches:8,}  {delay}  "
                      f"{s.verdict.label}")
     return lines
 

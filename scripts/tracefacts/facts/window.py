@@ -15,10 +15,10 @@ from array import array
 from itertools import compress, repeat
 from operator import add, and_, call, ge, lt, sub
 
-from .terms import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH_APIS,
-                             NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TOP_KERNELS, WIDEST_GAPS,
-                             Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle,
-                             TemporalBreakdown, Verdict, WindowFacts)
+from .terms import (GAP_MIN_US, GPU_BOUND, HTA_LAUNCH_APIS, MIXED, NO_GPU, OVERHEAD_BOUND,
+                    STALLED, TOP_KERNELS, WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats,
+                    StreamIdle, TemporalBreakdown, TimeSplit, Verdict, WindowFacts,
+                    WorkClassShare, pace)
 from .index import GAP_CATEGORIES, TraceIndex, kept, where
 from .text import _ms
 from ..model.intervals import Merged, covered, union_of_arrays
@@ -38,6 +38,8 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
     busy_pct = _pct(busy, window.dur * n_gpus)
     launched = _launched_work(index, lo, hi, merged, WIDEST_GAPS if top != 0 else 0)
     launches = _launch_stats(index, window)
+    split = time_split(index, window, busy) if index.trace.has_gpu_activity else None
+    totals = _name_totals(index, lo, hi) if top != 0 else {}
     return WindowFacts(
         label=window.label,
         start_us=window.start,
@@ -56,8 +58,10 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
         launches=launches,
         activities_by_kind=dict(Counter(index.event_kinds[lo:hi])),
         kernels_by_kind={index.kinds.values[code]: count for code, count in Counter(kinds).items()},
-        top_kernels=top_kernels(index, lo, hi, top) if top != 0 else [],
-        verdict=verdict(index.trace.has_gpu_activity, launched, launches, busy_pct),
+        top_kernels=_top_of(totals, top) if top != 0 else [],
+        verdict=verdict(index.trace.has_gpu_activity, split, launches),
+        time_split=split,
+        work_classes=_work_classes(totals),
     )
 
 
@@ -294,55 +298,94 @@ def _percentile(ordered: list[float], pct: float) -> float | None:
 def top_kernels(index: TraceIndex, lo: int, hi: int,
                 top: int = TOP_KERNELS) -> list[KernelStat]:
     """The GPU activities (index columns [lo, hi)) with the most total time, by name."""
+    return _top_of(_name_totals(index, lo, hi), top)
+
+
+def _name_totals(index: TraceIndex, lo: int, hi: int) -> dict[str, list]:
+    """name -> [count, total us, kind, work class] of the GPU activities [lo, hi) of the index,
+    names in order of their first row."""
     # Each name's durations in row order, by its code (one append a row at C speed, not a line
     # of Python; in arrays, 8 bytes a row), summed in that order from 0.0 (as `total += dur`
-    # would); its kind, its first row's. Names in order of their first row.
+    # would); its kind and class, its first row's.
     codes, kinds = index.names.codes[lo:hi], index.kinds.codes[lo:hi]
+    classes = index.work_classes.codes[lo:hi]
     found = {code: array("d") for code in dict.fromkeys(codes)}
     deque(map(call, map({code: durs.append for code, durs in found.items()}.__getitem__, codes),
               index.durs[lo:hi]), 0)
     first_kind: dict = {}
     deque(map(first_kind.setdefault, codes, kinds), 0)
-    totals = {index.names.values[code]: [len(durs), reduce(add, durs, 0.0),
-                                         index.kinds.values[first_kind[code]]]
-              for code, durs in found.items()}
-    del found
+    first_class: dict = {}
+    deque(map(first_class.setdefault, codes, classes), 0)
+    return {index.names.values[code]: [len(durs), reduce(add, durs, 0.0),
+                                        index.kinds.values[first_kind[code]],
+                                        index.work_classes.values[first_class[code]]]
+            for code, durs in found.items()}
+
+
+def _top_of(totals: dict[str, list], top: int | None) -> list[KernelStat]:
     all_time = sum(entry[1] for entry in totals.values())
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
-    return [KernelStat(name, kind, count, total, total / count, _pct(total, all_time))
-            for name, (count, total, kind) in ranked]
+    return [KernelStat(name, kind, count, total, total / count, _pct(total, all_time), work)
+            for name, (count, total, kind, work) in ranked]
 
 
-def verdict(has_gpu_activity: bool, launched: LaunchedWork | None,
-            launches: LaunchStats | None = None, window_busy_pct: float = 0.0) -> Verdict:
-    """compute-bound / overhead-bound / mixed, from the GPU time of the work launched in the
-    window: the share in which the GPU idled waiting for the host against the share in which it
-    was busy or had the next work queued (thresholds: the module constants). The launch delays
-    and the time-window busy share only make the reason more precise."""
-    if not has_gpu_activity:
+def _work_classes(totals: dict[str, list]) -> list[WorkClassShare]:
+    """The activities' time by work class, the most first (shares of all their time)."""
+    by_class: dict[str, list] = {}
+    for count, total, _, work in totals.values():
+        entry = by_class.setdefault(work, [0, 0.0])
+        entry[0] += count
+        entry[1] += total
+    all_time = sum(entry[1] for entry in by_class.values())
+    return [WorkClassShare(work, count, total, _pct(total, all_time))
+            for work, (count, total) in sorted(by_class.items(), key=lambda kv: (-kv[1][1], kv[0]))]
+
+
+def time_split(index: TraceIndex, window: Window, busy: float) -> TimeSplit:
+    """The window's GPU time (its length times the GPUs) split into busy (`busy`, the GPU busy
+    time clipped to it), stalled and unattributed idle time (the index's, clipped to it) and
+    waiting for the host: the rest."""
+    span = window.dur * max(len(index.devices), 1)
+    stalled = sum((covered(m, window.start, window.end)
+                   for m in index.stalled_by_device.values()), 0.0)
+    unattributed = sum((covered(m, window.start, window.end)
+                        for m in index.unattributed_by_device.values()), 0.0)
+    host_wait = max(span - busy - stalled - unattributed, 0.0)
+    hidden = (bisect_left(index.hidden_launch_times, window.end)
+              - bisect_left(index.hidden_launch_times, window.start))
+    return TimeSplit(span, busy, host_wait, stalled, unattributed, _pct(busy, span),
+                     _pct(host_wait, span), _pct(stalled, span), _pct(unattributed, span), hidden)
+
+
+_PACE = {OVERHEAD_BOUND: "the host set the pace", GPU_BOUND: "the GPU's own work set the pace",
+         STALLED: "the GPU sat idle with work already launched",
+         MIXED: "neither the host nor the GPU's work dominates"}
+
+
+def verdict(has_gpu_activity: bool, split: TimeSplit | None,
+            launches: LaunchStats | None = None) -> Verdict:
+    """Who set the pace of the window (terms.pace, from the shares of its time split), with the
+    shares it was decided from as its reason; the launch delays only make the reason more
+    precise. No GPU activity: the trace has none, or in the window the GPU was neither busy nor
+    stalled."""
+    if not has_gpu_activity or split is None:
         return Verdict(NO_GPU, "the trace has no kernel, memcpy or memset: only host facts apply")
-    if launched is None or launched.active_us <= 0:
-        reason = ("no GPU activity was launched in this window" if launched is None else
-                  "the GPU activities launched in this window take no time")
-        if window_busy_pct > 0:
-            reason += (f"; the GPU was busy {window_busy_pct:.1f}% of the window with work "
-                       "launched before it")
-        return Verdict(NO_GPU, reason)
-    w = launched
-    fed = w.busy_pct + w.queued_pct
-    if w.host_wait_pct >= OVERHEAD_BOUND_MIN_HOST_WAIT_PCT:
-        label, pace = "overhead-bound", "the host set the pace"
-    elif fed >= COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT:
-        label, pace = "compute-bound", "the GPU's own work set the pace"
-    else:
-        label, pace = "mixed", "neither the host nor the GPU's work dominates"
-    # One decimal: a share printed as 50% must not sit on either side of a 50% threshold.
-    shares = f"waiting for the host {w.host_wait_pct:.1f}%, queued {w.queued_pct:.1f}%"
-    if w.other_us > 0:
-        shares += f", before activities with no launch call {w.other_pct:.1f}%"
+    s = split
+    if s.busy_us <= 0 and s.stalled_us <= 0:
+        return Verdict(NO_GPU, "the GPU was neither busy nor waiting to start launched work in "
+                               "this window")
+    label = pace(s.busy_pct, s.host_wait_pct, s.stalled_pct)
+    # One decimal, as `pace` reads them: a share shown as 50.0% is on the side it says.
+    shares = f"waiting for the host {s.host_wait_pct:.1f}%, stalled {s.stalled_pct:.1f}%"
+    if s.unattributed_us > 0:
+        shares += f", before activities with no launch call {s.unattributed_pct:.1f}%"
+    hidden = ""
+    if s.hidden_launches:
+        hidden = (f"; {s.hidden_launches} launch call{'s' if s.hidden_launches > 1 else ''} here "
+                  "handed the GPU work the trace does not show (stalled until it ran)")
     delay = ""
     if launches is not None and launches.delay_p50_us is not None:
         delay = f"; median launch delay {_ms(launches.delay_p50_us)}"
-    return Verdict(label, f"the GPU was busy {w.busy_pct:.1f}% of its time on the work launched "
-                   f"here ({_ms(w.active_us)}), idle {shares}{delay}: {pace}")
+    return Verdict(label, f"the GPU was busy {s.busy_pct:.1f}% of the window ({_ms(s.span_us)}), "
+                   f"idle {shares}{hidden}{delay}: {_PACE[label]}")
 

@@ -69,6 +69,26 @@ def covered(merged: Merged, start: float, end: float) -> float:
                      (min(ends[last], end) - starts[last],)), 0.0)
 
 
+def difference(a: Merged, b: Merged) -> tuple[array, array]:
+    """The parts of the merged intervals `a` that the merged intervals `b` do not cover, merged
+    (sorted, disjoint), in arrays: for each of `a`, the holes between the ones of `b` over it."""
+    starts, ends = array("d"), array("d")
+    b_starts, b_ends = b
+    count = len(b_starts)
+    for start, end in zip(*a):
+        i, cursor = bisect_right(b_ends, start), start  # the first of b that ends after start
+        while i < count and b_starts[i] < end:
+            if b_starts[i] > cursor:
+                starts.append(cursor)
+                ends.append(b_starts[i])
+            cursor = b_ends[i] if b_ends[i] > cursor else cursor
+            i += 1
+        if cursor < end:
+            starts.append(cursor)
+            ends.append(end)
+    return starts, ends
+
+
 def intersection(a: Merged, b: Merged) -> Merged:
     """The parts covered by both merged lists (b the shorter one, as a rule)."""
     starts, ends = [], []

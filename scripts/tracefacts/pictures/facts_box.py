@@ -11,54 +11,97 @@ FACTS_GUIDE = "guide/analyze-your-trace/"
 
 
 def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
-    """A compact box of the analyzer's headline facts (scripts.tracefacts.facts.analysis.TraceFacts) about the
-    window they describe (the whole trace, by default), which its title names. "GPU busy" gives
-    both views of that window, each named: the time window's share, and the launched work's.
-    `memory` (scripts.tracefacts.facts.memory.MemoryFacts of the same window) adds each device's peak."""
+    """A compact box of the analyzer's facts (scripts.tracefacts.facts.analysis.TraceFacts) about
+    the window they describe (the whole trace, by default), which its title names: four
+    questions, each answered by one number whose term links to its definition in the glossary
+    (beside the guide at `guide_href`), and the rest folded under them in a <details> element.
+    `memory` (scripts.tracefacts.facts.memory.MemoryFacts of the same window) adds each
+    device's peak there."""
     from ..facts.analysis import short_name
 
     w = facts.window
     scope = "the whole trace" if w.label == "whole trace" else w.label
-    rows = [("Verdict", concat(h("strong", None, w.verdict.label), ": ", w.verdict.reason))]
-    if facts.has_gpu_activity:
-        busy = [f"time window: {w.window_busy_pct:.1f}% of {scope}'s time ({format_us(w.window_busy_us)})"]
-        if w.launched is not None:
-            busy.append(f"launched work: {w.launched.busy_pct:.1f}% of the GPU time of the work launched in it "
-                        f"({format_us(w.launched.active_us)})")
-        rows.append(("GPU busy", "; ".join(busy)))
-        idle = w.temporal_breakdown
-        if idle is not None:
-            rows.append(("Idle (HTA's breakdown)", f"{idle.idle_pct:.1f}% idle · {idle.compute_pct:.1f}% compute · "
-                                                   f"{idle.non_compute_pct:.1f}% non-compute"))
-        launches = w.launches
-        apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches.by_api.items()))
-        delay = launches.delay_p50_us
-        rows.append(("Launches", concat(f"{launches.launches} (", apis, ")",
-                                        f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
-        kinds = join(", ", (f"{n} {kind}" for kind, n in w.activities_by_kind.items()))
-        rows.append(("GPU activities", kinds))
-        if w.top_kernels:
-            top = w.top_kernels[0]
+    glossary = _beside(guide_href, "glossary/")
+
+    def term(text: str, entry: str) -> Markup:
+        return h("a", {"href": f"{glossary}#{entry}"}, text)
+
+    rows = [(term("Who set the pace", "verdict"), h("strong", None, w.verdict.label))]
+    more = [("Why", w.verdict.reason)]
+    split = w.time_split
+    if facts.has_gpu_activity and split is not None:
+        rows.append((term("GPU busy", "gpu-busy"),
+                     f"{w.window_busy_pct:.1f}% of {scope}'s time ({format_us(w.window_busy_us)})"))
+        if w.work_classes:
+            top = w.top_kernels[0] if w.top_kernels else None
             # A demangled name can run to a thousand characters: shortened, the full one on hover.
-            name = short_name(top.name)
-            rows.append(("Top kernel", concat(h("code", {"title": top.name if name != top.name else None}, name),
-                                              f", {top.share_pct:.0f}% of GPU time")))
+            name = short_name(top.name) if top else ""
+            rows.append((term("Where its busy time went", "work-class"), concat(
+                join(" · ", (f"{c.work_class} {c.share_pct:.0f}%" for c in w.work_classes)),
+                *(("; top kernel ", h("code", {"title": top.name if name != top.name else None}, name),
+                   f" {top.share_pct:.0f}%") if top else ()))))
+        idle = [f"waiting for the host {split.host_wait_pct:.1f}%", f"stalled {split.stalled_pct:.1f}%"]
+        if split.unattributed_us:
+            idle.append(f"before activities with no launch call {split.unattributed_pct:.1f}%")
+        rows.append((concat(term("Where its idle time went", "host-wait")),
+                     " · ".join(idle) + f" of {scope}'s time"))
+        more += _gpu_details(w)
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
-    rows.append(("CPU busy", f"{w.cpu_busy_pct:.1f}% of {scope}'s time ({format_us(w.cpu_busy_us)})"))
+    more.append(("CPU busy", f"{w.cpu_busy_pct:.1f}% of {scope}'s time ({format_us(w.cpu_busy_us)}); "
+                             + SELF_CPU_NOTE))
     if memory is not None and memory.devices:
-        rows.append(("Memory peak", _memory_peaks(memory)))
+        more.append(("Memory peak", _memory_peaks(memory)))
     if facts.steps:
-        steps = join("; ", (
+        more.append(("Per ProfilerStep", join("; ", (
             f"#{step.label.split('#')[-1]} {step.verdict.label}"
-            + (f" ({step.launched.busy_pct:.0f}% GPU busy of launched work)" if step.launched else "")
-            for step in facts.steps
-        ))
-        rows.append(("Per ProfilerStep", steps))
+            + (f" (GPU busy {step.window_busy_pct:.1f}%)" if step.time_split is not None else "")
+            for step in facts.steps))))
     title = h("p", {"class": "admonition-title"},
               f"What the analyzer says about {scope} (", h("a", {"href": guide_href}, "how to read this"), ")")
-    body = h("dl", None, [(h("dt", None, name), h("dd", None, value)) for name, value in rows])
-    return h("div", {"class": "admonition abstract facts", "data-search-exclude": True}, title, body)
+    details = h("details", None, h("summary", None, "More facts"), _list(more))
+    return h("div", {"class": "admonition abstract facts", "data-search-exclude": True},
+             title, _list(rows), details)
+
+
+# Why the profiler table's `Self CPU time total` and the box's CPU busy differ (the posts quote
+# both): what one counts and the other does not.
+SELF_CPU_NOTE = ("the profiler table's Self CPU total differs: it also counts the self time of the "
+                 "ProfilerStep rows and record_function labels (the Python between ops) and of "
+                 "synchronizing calls (waiting), and adds up threads; CPU busy is the union over "
+                 "host threads of ops and launch calls, less the time blocked on the GPU")
+
+
+def _gpu_details(w) -> list[tuple]:
+    """The GPU facts behind the four answers: the launched-work view, HTA's breakdown, launches
+    and activities."""
+    rows = []
+    if w.launched is not None:
+        x = w.launched
+        rows.append(("Launched-work view", f"{x.activities} activities launched in the window: busy "
+                     f"{x.busy_pct:.1f}% of their GPU time ({format_us(x.active_us)}); before them the GPU "
+                     f"waited for the host {x.host_wait_pct:.1f}%, stalled {x.queued_pct:.1f}%"))
+    breakdown = w.temporal_breakdown
+    if breakdown is not None:
+        rows.append(("Idle (HTA's breakdown)", f"{breakdown.idle_pct:.1f}% idle · {breakdown.compute_pct:.1f}% compute · "
+                                               f"{breakdown.non_compute_pct:.1f}% non-compute of the kernel span"))
+    launches = w.launches
+    apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches.by_api.items()))
+    delay = launches.delay_p50_us
+    rows.append(("Launches", concat(f"{launches.launches} (", apis, ")",
+                                    f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
+    rows.append(("GPU activities", join(", ", (f"{n} {kind}" for kind, n in w.activities_by_kind.items()))))
+    return rows
+
+
+def _list(rows) -> Markup:
+    return h("dl", None, [(h("dt", None, name), h("dd", None, value)) for name, value in rows])
+
+
+def _beside(href: str, page: str) -> str:
+    """The link to `page`, a sibling of the page `href` links to."""
+    head = href.rstrip("/").rpartition("/")[0]
+    return f"{head}/{page}" if head else page
 
 
 def _memory_peaks(memory) -> Markup:

@@ -38,23 +38,23 @@ def verdict(run) -> VerdictReading:
 
 @dataclass(frozen=True)
 class WindowReading:
-    """What the badge of a picture of `window` reads: the verdict of the work launched in it."""
+    """What the badge of a picture of `window` reads: the verdict of its time split."""
 
     window: str  # the window's label, as the picture names it
     label: str
-    busy_pct: float  # of the GPU time of the work launched in the window, as are the two below
+    busy_pct: float  # of the window's time (GPU busy), as are the two below
     host_wait_pct: float
-    queued_pct: float
+    stalled_pct: float
 
 
 def window_reading(run, window) -> WindowReading:
     """The facts of a drawn window (a scripts.tracefacts.model.trace.Window, or a (start, end) in us) as its badge
     shows them."""
     w = run.trace_facts(window).window
-    launched = w.launched
-    if launched is None:
+    split = w.time_split
+    if split is None:
         return WindowReading(w.label, w.verdict.label, 0.0, 0.0, 0.0)
-    return WindowReading(w.label, w.verdict.label, launched.busy_pct, launched.host_wait_pct, launched.queued_pct)
+    return WindowReading(w.label, w.verdict.label, split.busy_pct, split.host_wait_pct, split.stalled_pct)
 
 
 def badge_text(run, window, what: str | None = "The picture") -> str:
@@ -69,14 +69,17 @@ def badge_text(run, window, what: str | None = "The picture") -> str:
     r = window_reading(run, window)
     drawn = f"`{r.window}`" if re.fullmatch(r"ProfilerStep#\d+", r.window) else r.window
     lead = f"{what} draws {drawn}; its badge reads" if what else "Its badge reads"
-    shares = (f"the GPU was busy **{r.busy_pct:.1f}%** of the GPU time of the work launched in it and waited for "
-              f"the host **{r.host_wait_pct:.1f}%**")
+    shares = (f"the GPU was busy **{r.busy_pct:.1f}%** of the window and waited for the host "
+              f"**{r.host_wait_pct:.1f}%**")
     return worded_from(r.label, {
-        "compute-bound": f"{lead} **compute-bound**: {shares}, so the GPU's own work set the pace.",
+        "GPU-bound": f"{lead} **GPU-bound**: {shares}, so the GPU's own work set the pace.",
         "overhead-bound": f"{lead} **overhead-bound**: {shares}, so the host set the pace.",
+        "stalled": f"{lead} **stalled**: {shares}, and sat idle with work already launched "
+                   f"**{r.stalled_pct:.1f}%**.",
         "mixed": f"{lead} **mixed**: {shares}: neither the host nor the GPU's work dominates.",
     }, runs=[run.example.key], numbers={"window": r.window, "verdict": r.label, "busy": pct(r.busy_pct),
-                                        "waiting for the host": pct(r.host_wait_pct)})
+                                        "waiting for the host": pct(r.host_wait_pct),
+                                        "stalled": pct(r.stalled_pct)})
 
 
 def ratio_text(a: float, b: float) -> str:

@@ -72,19 +72,39 @@ def kernel_family(name: str) -> str:
     return name.removeprefix("void ").split("_")[0].split("::")[0]
 
 
-# --- the facts box, as the prose quotes it --------------------------------------------------------
+# --- the step the post draws, as its facts box and the picture's badge read it ----------------------
 
 
-def gpu_busy_pct(run) -> float:
-    """GPU busy: the share of the whole trace's time the GPU was busy, the facts box's number
-    (scripts.tracefacts.facts.window: window_busy_pct). The one busy number the post quotes."""
-    return run.trace_facts().window.window_busy_pct
+@dataclass(frozen=True)
+class StepView:
+    """One recorded step as the post shows it: its timeline, whose badge, and its facts box, whose
+    headline, read these same facts (scripts.tracefacts.facts.window, the step's time split)."""
+
+    step: str
+    busy_pct: float  # GPU busy: the box's headline number, and the badge's
+    host_wait_pct: float  # of the step's time, idle waiting for the host (the box's idle line)
+    stalled_pct: float  # of the step's time, idle with work launched
+    launch_to_start_us: float | None  # median, from a launch call to its GPU work's start
+    verdict: str
+
+    @property
+    def idle_pct(self) -> float:
+        return 100.0 - self.busy_pct
 
 
-def launch_to_start_us(run) -> float:
-    """The median time from a launch call to the start of its GPU work, over the whole trace: the
-    facts box's launch-to-start, what the picture's launch arrows span."""
-    return run.trace_facts().window.launches.delay_p50_us
+def step_view(run, step: int) -> StepView:
+    window = step_window(run, step)
+    w = run.trace_facts(window).window
+    split = w.time_split
+    waits = (split.host_wait_pct, split.stalled_pct) if split else (0.0, 0.0)
+    return StepView(window.label, w.window_busy_pct, *waits, w.launches.delay_p50_us, w.verdict.label)
+
+
+def step_window(run, step: int):
+    """ProfilerStep#`step` as a window, as Run.timeline(step=...) draws it."""
+    from ....tracefacts.model.trace import select_window
+
+    return select_window(run.trace, step=step)
 
 
 @dataclass(frozen=True)
@@ -116,38 +136,6 @@ def cpu_time(run) -> CpuTime:
     return CpuTime(run.total_us("Self CPU time total"),
                    sum(to_us(row[column]) for row in table.rows if is_label(row[0])),
                    window.cpu_wait_us, window.cpu_busy_us)
-
-
-@dataclass(frozen=True)
-class StepGaps:
-    """The GPU's idle time in the step a timeline draws (the first recorded one), by cause."""
-
-    step: str
-    gaps: int  # idle times of GAP_MIN_US or more before the step's launched work
-    idle_us: float  # before the step's launched work: host wait, queued and other
-    host_wait_us: float  # of which the GPU waited for the host's launch calls
-    active_us: float  # the launched work's GPU time: its busy time and the idle time before it
-
-    @property
-    def idle_pct(self) -> float:
-        """The idle time's share of the launched work's GPU time, in %."""
-        return 100.0 * self.idle_us / self.active_us if self.active_us else 0.0
-
-    @property
-    def host_wait_share(self) -> float:
-        """The share of the idle time spent waiting for the host, in %."""
-        return 100.0 * self.host_wait_us / self.idle_us if self.idle_us else 0.0
-
-
-def drawn_step_gaps(run) -> StepGaps:
-    from ....tracefacts.model.trace import select_window
-
-    window = select_window(run.trace)  # what Run.timeline() draws by default
-    launched = run.trace_facts(window).window.launched
-    if launched is None:
-        return StepGaps(window.label, 0, 0.0, 0.0, 0.0)
-    idle = launched.host_wait_us + launched.queued_us + launched.other_us
-    return StepGaps(window.label, launched.gaps, idle, launched.host_wait_us, launched.active_us)
 
 
 # --- steps ---------------------------------------------------------------------------------------

@@ -316,9 +316,9 @@ def bandwidth_samples(moved_bytes: float, times: Spread) -> Spread:
 class VariantMeasures:
     """The analyzer's measures of one MLP variant, for the side-by-side tables (whole trace)."""
 
-    gpu_busy_pct: float  # the time-window view: of the whole trace's time
-    span_busy_pct: float  # the launched-work view: of the GPU time of its launched work
-    host_wait_pct: float  # the launched-work view: of the same GPU time, waiting for the host
+    gpu_busy_pct: float  # of the whole trace's time (GPU busy), as are the two below
+    host_wait_pct: float  # the GPU idle waiting for the host
+    stalled_pct: float  # the GPU idle with work already launched
     idle_us: float  # HTA's idle breakdown: the first stream's idle time between activities
     idle_host_wait_pct: float  # HTA's: of that idle time, the gaps the host caused
     delay_p50_us: float | None  # median launch-to-start
@@ -329,7 +329,7 @@ def measures(run) -> VariantMeasures:
     facts = run.trace_facts()
     window, idle = facts.window, facts.window.idle_by_stream[0]
     return VariantMeasures(
-        window.window_busy_pct, window.launched.busy_pct, window.launched.host_wait_pct, idle.idle_us,
+        window.window_busy_pct, window.time_split.host_wait_pct, window.time_split.stalled_pct, idle.idle_us,
         idle.host_wait_pct, window.launches.delay_p50_us, [s.verdict.label for s in facts.steps[1:]])
 
 

@@ -263,8 +263,8 @@ def first_with_verdict(view, verdict: str) -> BatchFacts | None:
 
 def leaves_overhead(view) -> tuple[BatchFacts | None, BatchFacts | None]:
     """The smallest batch the analyzer no longer calls overhead-bound, and the smallest it calls
-    compute-bound (None where the sweep has none)."""
-    return view.first_batch_overhead_free(), first_with_verdict(view, "compute-bound")
+    GPU-bound (None where the sweep has none)."""
+    return view.first_batch_overhead_free(), first_with_verdict(view, "GPU-bound")
 
 
 def stays_from(view, batch: BatchFacts | None, verdict: str) -> bool:
@@ -281,19 +281,19 @@ def leaving_text(view) -> str:
     text = (f"is *{mixed.verdict}* from batch **{mixed.batch}** (GPU busy **{mixed.gpu_busy_pct:.0f}%** "
             "of the step time)" if mixed is not bound else "")
     if bound:
-        text += (" and " if text else "") + (f"*compute-bound* from batch **{bound.batch}** on "
+        text += (" and " if text else "") + (f"*GPU-bound* from batch **{bound.batch}** on "
                                              f"(GPU busy **{bound.gpu_busy_pct:.0f}%** of the step time)")
     return text
 
 
 def leaving_holds(view) -> bool:
     """What leaving_text says holds: no batch from the first overhead-free one on is overhead-bound,
-    and every batch from the first compute-bound one on is compute-bound."""
+    and every batch from the first GPU-bound one on is GPU-bound."""
     mixed, bound = leaves_overhead(view)
     if mixed is None:
         return all(b.verdict == "overhead-bound" for b in view.batches)
     later = [b for b in view.batches if b.batch >= mixed.batch]
-    return all(b.verdict != "overhead-bound" for b in later) and (bound is None or stays_from(view, bound, "compute-bound"))
+    return all(b.verdict != "overhead-bound" for b in later) and (bound is None or stays_from(view, bound, "GPU-bound"))
 
 
 # --- GPU work per step, by kernel ----------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The timeline's headline: one line of the analyzer's facts ('GPU busy 97% of launched work ·
-compute-bound') for the picture's header, read defensively from whatever facts object it is given,
+"""The timeline's headline: one line of the analyzer's facts ('GPU busy 97.4% of the window ·
+GPU-bound') for the picture's header, read defensively from whatever facts object it is given,
 so that a change in the facts' shape shortens the line and never costs the picture.
 """
 
@@ -11,21 +11,18 @@ from .style import clean_text
 
 
 def facts_headline(facts, window_label: str = "") -> str:
-    """One line such as 'GPU busy 97% of launched work · compute-bound' from the analyzer's facts
-    ('' without): the GPU busy share the verdict is made of (of the work launched in the window),
-    named as such; without it, the time-window share, named so too.
+    """One line such as 'GPU busy 97.4% of the window · GPU-bound' from the analyzer's facts
+    ('' without): the GPU busy share of the window, as the facts box gives it, and the verdict
+    made of it.
 
     The facts object (a dataclass with `to_dict()`, or a dict) is read defensively: missing or
     renamed fields only shorten the line. Of its windows (`window`, `steps`), the one labelled
     like the picture's is used; another one is named in the line."""
     scope = _facts_of_window(_facts_dict(facts), window_label)
     figures = []
-    launched = scope.get("launched")
-    busy, of = (launched.get("busy_pct"), "of launched work") if isinstance(launched, dict) else (None, "")
-    if busy is None:
-        busy, of = scope.get("window_busy_pct"), "of the window"
+    busy = scope.get("window_busy_pct")
     if isinstance(busy, (int, float)) and not isinstance(busy, bool):
-        figures.append(f"GPU busy {busy:.0f}% {of}")
+        figures.append(f"GPU busy {busy:.1f}% of the window")
     verdict = _find_value(scope, ("verdict",))
     if isinstance(verdict, dict):
         verdict = next(
