@@ -236,7 +236,7 @@ class Run:
 
         values = step_values(self.samples(), field, skip_first=skip_first)
         unit = "" if field == "gpu.kernels" else "us"
-        return samples(values, unit, f"{field} per step", [self.example.key])
+        return samples(values, unit, f"{field} per step" + _after_first(skip_first), [self.example.key])
 
     def first_step_samples(self, field: str = "dur_us"):
         """A Spread of one step field of each run's first recorded step (one value per run)."""
@@ -253,7 +253,14 @@ class Run:
         from ..runs.samples import op_values
 
         values = op_values(self.samples(), name, field, skip_first=skip_first)
-        return samples(values, "" if field == "count" else "us", f"{name} {field}", [self.example.key])
+        return samples(values, "" if field == "count" else "us", f"{name} {field}" + _after_first(skip_first),
+                       [self.example.key])
+
+
+def _after_first(skip_first: bool) -> str:
+    """What a Spread's label adds when each run's first recorded step is left out: the comparisons
+    are registered by their samples' labels (scripts.series.pages.claims.Ledger.answer)."""
+    return ", steps after each run's first" if skip_first else ""
 
 
 _runs: dict[tuple, Run] = {}
