@@ -131,7 +131,7 @@ def test_against_a_reference_ratio():
     (1.6, "about 60% more than"), (1.72, "about 70% more than"),
     (1.8, "about twice"), (2.12, "about twice"), (2.3, "2.3×"), (3.41, "3.4×"), (61.4, "61×"),
     (0.9, "about 10% less than"), (0.6, "about 40% less than"), (0.5, "about half"),
-    (0.45, "about half"), (0.35, "1/2.9 of"), (0.0163, "1/61 of"),
+    (0.45, "about half"), (0.35, "1/2.9 of"), (0.0163, "1/61 of"), (604.0, "600×"), (1 / 220, "1/220 of"),
 ])
 def test_size_words(ratio, said):
     assert size_words(ratio) == said

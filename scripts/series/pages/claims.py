@@ -198,7 +198,8 @@ def size_words(ratio: float) -> str:
         return f"about {_rounded_pct(1 - ratio)}% less than"
     if larger < 2.3:
         return "about twice" if ratio > 1 else "about half"
-    return f"{larger:.2g}×" if ratio > 1 else f"1/{larger:.2g} of"
+    said = f"{float(f'{larger:.2g}'):g}"  # two significant digits, never in exponent form: 3.4, 61, 600
+    return f"{said}×" if ratio > 1 else f"1/{said} of"
 
 
 def ratio_text(ratio: float) -> str:
@@ -641,7 +642,7 @@ def note(*items: Comparison | Spread | str) -> Markup:
             parts.append(item.note_text())
         elif isinstance(item, Spread):
             runs = f" ({', '.join(item.runs)})" if item.runs else ""
-            parts.append(f"{_capital(item.label) or 'Samples'}{runs}: {item.text()}.")
+            parts.append(f"{item.label or 'Samples'}{runs}: {item.text()}.")
         else:
             parts.append(str(item))
     return LEDGER.note(" ".join(parts))
