@@ -165,7 +165,7 @@ def test_the_numbers_go_into_a_note_and_the_sentence_gets_its_marker():
     html = LEDGER.notes_html("docs/blog/posts/test.md")
     assert html.count("<li") == 2 and 'id="numbers-a"' in html and 'class="footnote numbers-notes"' in html
     assert "Host time per step. compiled: median" in html and "; eager: median" in html
-    assert "12 samples" in html and "bootstrap interval" in html and "Launch delay (x/y): median 1.5 us" in html
+    assert "12 samples" in html and "bootstrap interval" in html and "launch delay (x/y): median 1.5 us" in html
     assert LEDGER.notes_html("docs/other.md") == ""
 
 
