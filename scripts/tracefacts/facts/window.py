@@ -22,6 +22,7 @@ from .terms import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH
 from .index import GAP_CATEGORIES, TraceIndex, kept, where
 from .text import _ms
 from ..model.intervals import Merged, covered, union_of_arrays
+from ..model.names import bounded
 from ..model.columnar.orders import has_nan
 from ..model.trace import Trace, Window
 
@@ -225,7 +226,7 @@ def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
 
 
 def _hta_scope(index: TraceIndex) -> str:
-    return f"launched before {index.trace.steps[-1].name} began (HTA drops the last step)"
+    return f"launched before {bounded(index.trace.steps[-1].name)} began (HTA drops the last step)"
 
 
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:

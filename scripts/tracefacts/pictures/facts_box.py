@@ -4,6 +4,7 @@ and the in-browser analyzer show them. Every name from the trace is escaped by t
 
 from __future__ import annotations
 
+from ..model.names import FULL_NAME_MAX, bounded
 from ..model.units import format_us
 from .markup import Markup, concat, h, join
 
@@ -18,7 +19,7 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
     from ..facts.analysis import short_name
 
     w = facts.window
-    scope = "the whole trace" if w.label == "whole trace" else w.label
+    scope = "the whole trace" if w.label == "whole trace" else bounded(w.label)
     rows = [("Verdict", concat(h("strong", None, w.verdict.label), ": ", w.verdict.reason))]
     if facts.has_gpu_activity:
         busy = [f"time window: {w.window_busy_pct:.1f}% of {scope}'s time ({format_us(w.window_busy_us)})"]
@@ -31,7 +32,7 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
             rows.append(("Idle (HTA's breakdown)", f"{idle.idle_pct:.1f}% idle · {idle.compute_pct:.1f}% compute · "
                                                    f"{idle.non_compute_pct:.1f}% non-compute"))
         launches = w.launches
-        apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches.by_api.items()))
+        apis = join(", ", (concat(h("code", None, bounded(api)), f" {n}") for api, n in launches.by_api.items()))
         delay = launches.delay_p50_us
         rows.append(("Launches", concat(f"{launches.launches} (", apis, ")",
                                         f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
@@ -41,7 +42,8 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
             top = w.top_kernels[0]
             # A demangled name can run to a thousand characters: shortened, the full one on hover.
             name = short_name(top.name)
-            rows.append(("Top kernel", concat(h("code", {"title": top.name if name != top.name else None}, name),
+            full = bounded(top.name, FULL_NAME_MAX)
+            rows.append(("Top kernel", concat(h("code", {"title": full if name != top.name else None}, name),
                                               f", {top.share_pct:.0f}% of GPU time")))
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
@@ -50,7 +52,7 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
         rows.append(("Memory peak", _memory_peaks(memory)))
     if facts.steps:
         steps = join("; ", (
-            f"#{step.label.split('#')[-1]} {step.verdict.label}"
+            f"#{bounded(step.label.split('#')[-1])} {step.verdict.label}"
             + (f" ({step.launched.busy_pct:.0f}% GPU busy of launched work)" if step.launched else "")
             for step in facts.steps
         ))
@@ -67,7 +69,7 @@ def _memory_peaks(memory) -> Markup:
 
     def one(d):
         when = "held from before the window" if d.peak_from_before else f"at {format_us(d.peak_us)}"
-        op = (", in ", h("code", None, d.peak_op)) if d.peak_op and not d.peak_from_before else ()
+        op = (", in ", h("code", None, bounded(d.peak_op))) if d.peak_op and not d.peak_from_before else ()
         reserved = f" (reserved {format_bytes(d.peak_reserved)})" if d.peak_reserved else ""
         return concat(f"{d.device}: {format_bytes(d.peak_allocated)} allocated {when}", *op, reserved)
 
