@@ -21,7 +21,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from ..facts.analysis import (COLUMN_KINDS, TraceFacts, facts, focus_window,
@@ -471,6 +470,8 @@ def _write_in_place(out: Path, text: str) -> None:
 def _write_atomically(out: Path, text: str, mode: int) -> None:
     """`text` into `out` by a temporary file in its folder renamed over it, with `mode`. A folder
     that takes no new file, where `out` is a file that may be written: in place."""
+    import tempfile  # only --svg writes a file
+
     try:
         handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name[:64]}.", suffix=".tmp")
     except PermissionError:
