@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..facts.analysis import TOP_KERNELS, TraceFacts, facts, steady_step, summary_text
 from .cli import strict_json
+from .console import one_line
 from ..pictures.markup import Markup, h, td, th
 from ..pictures.markup import table as html_table
 from ..model.names import bounded
@@ -164,11 +165,11 @@ def read(path: str | Path, name: str, progress: Progress | None = None,
         message = str(err)
         if message.startswith(f"{path}:"):  # the parser names the file by its path here
             message = name + message[len(str(path)):]
-        raise TraceError(" ".join(message.split())) from None
+        raise TraceError(one_line(message)) from None
     except MemoryError:
         raise TraceError(f"{name}: too large to analyze in this browser tab: use the command line") from None
     except Exception as err:  # a file that breaks the analysis is still a bad input (as in analyze.py)
-        raise TraceError(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})") from None
+        raise TraceError(one_line(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})")) from None
 
 
 # --- what the worker calls: JSON text in, JSON text out, never an exception -----------------------
