@@ -62,6 +62,7 @@ from functools import lru_cache
 from statistics import median as _median
 from statistics import quantiles
 
+from ...tracefacts.model.names import text_lines
 from ...tracefacts.model.units import format_us
 from ...tracefacts.pictures.markup import Markup, h
 
@@ -465,8 +466,12 @@ class Claim:
 
     @classmethod
     def from_json(cls, data: dict) -> Claim:
-        return cls(data["page"], data["statement"], tuple(data["runs"]),
-                   tuple(Number(**n) for n in data["numbers"]), data["status"] == "holds", data.get("outcome"))
+        """A claim as to_json wrote it; TypeError or KeyError for anything else."""
+        if not isinstance(data, dict) or not all(isinstance(data[k], list) for k in ("runs", "numbers")):
+            raise TypeError("a claim is an object whose runs and numbers are lists")
+        return cls(str(data["page"]), str(data["statement"]), tuple(map(str, data["runs"])),
+                   tuple(Number(**n) for n in data["numbers"]), data["status"] == "holds",
+                   None if data.get("outcome") is None else str(data["outcome"]))
 
 
 @dataclass(frozen=True)
@@ -707,15 +712,27 @@ def worded(comparison: Comparison, *, lower: str | None = None, higher: str | No
 
 
 def read_listing(path) -> tuple[list[Claim], list[str]]:
-    """The claims and the problems a build wrote to site/claims.json."""
+    """The claims and the problems a build wrote to site/claims.json; ValueError, saying what
+    is wrong, for a file of another shape (JSON of other types, a field missing)."""
     doc = json.loads(path.read_text(encoding="utf-8"))
-    if doc.get("format") != CLAIMS_FORMAT:
-        raise ValueError(f"{path}: not a claims listing of format {CLAIMS_FORMAT}")
-    return [Claim.from_json(c) for c in doc["claims"]], list(doc.get("problems", []))
+    if not isinstance(doc, dict) or doc.get("format") != CLAIMS_FORMAT:
+        raise ValueError(f"not a claims listing of format {CLAIMS_FORMAT}")
+    claims, problems = doc.get("claims"), doc.get("problems", [])
+    if not isinstance(claims, list) or not isinstance(problems, list):
+        raise ValueError("its claims and problems are not lists")
+    found = []
+    for number, data in enumerate(claims, 1):
+        try:
+            found.append(Claim.from_json(data))
+        except (TypeError, KeyError):
+            raise ValueError(f"claim {number} is not as a build writes it (a field missing, or "
+                             "of another type)") from None
+    return found, [str(p) for p in problems]
 
 
 def listing_text(claims: list[Claim], problems: list[str]) -> str:
-    """Page / claim / numbers / runs / status, one block per claim, problems last."""
+    """Page / claim / numbers / runs / status, one block per claim, problems last; each line
+    printable (a page or a problem read from a file cannot make lines of its own)."""
     lines = []
     for c in claims:
         lines.append(f"{c.status:5}  {c.page}: {c.short}")
@@ -726,4 +743,4 @@ def listing_text(claims: list[Claim], problems: list[str]) -> str:
     failing = sum(not c.holds for c in claims)
     lines.append(f"{len(claims)} claim(s), {failing} failing")
     lines += [f"problem: {p}" for p in problems]
-    return "\n".join(lines)
+    return text_lines(lines)

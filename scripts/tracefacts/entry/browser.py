@@ -27,8 +27,10 @@ from pathlib import Path
 
 from ..facts.analysis import TOP_KERNELS, TraceFacts, facts, steady_step, summary_text
 from .cli import strict_json
+from .console import one_line
 from ..pictures.markup import Markup, h, td, th
 from ..pictures.markup import table as html_table
+from ..model.names import bounded
 from ..model.units import format_us
 from ..pictures.facts_box import FACTS_GUIDE, render_facts_box
 from ..pictures.profiler_table import scrolling_table
@@ -93,7 +95,7 @@ def steps_table(steps: list[dict]) -> Markup | None:
         split = step.get("time_split") or {}
         delay = step["launches"].get("delay_p50_us")
         rows.append([
-            th("#" + step["label"].rsplit("#", 1)[-1], {"scope": "row"}),
+            th("#" + bounded(step["label"].rsplit("#", 1)[-1]), {"scope": "row"}),
             td(format_us(step["dur_us"]), num),
             td(_percent(step["cpu_busy_pct"]), num),
             td(_percent(step["window_busy_pct"]), num),
@@ -162,11 +164,11 @@ def read(path: str | Path, name: str, progress: Progress | None = None,
         message = str(err)
         if message.startswith(f"{path}:"):  # the parser names the file by its path here
             message = name + message[len(str(path)):]
-        raise TraceError(" ".join(message.split())) from None
+        raise TraceError(one_line(message)) from None
     except MemoryError:
         raise TraceError(f"{name}: too large to analyze in this browser tab: use the command line") from None
     except Exception as err:  # a file that breaks the analysis is still a bad input (as in analyze.py)
-        raise TraceError(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})") from None
+        raise TraceError(one_line(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})")) from None
 
 
 # --- what the worker calls: JSON text in, JSON text out, never an exception -----------------------
@@ -199,7 +201,7 @@ def timeline_json() -> str:
     except Exception as err:  # the facts are shown already: say why the picture is not
         return json.dumps({"error": f"{_current.trace.source}: cannot draw the timeline "
                                     f"({type(err).__name__}: {err})"})
-    return json.dumps({"svg": svg, "window": select_window(_current.trace).label})
+    return json.dumps({"svg": svg, "window": bounded(select_window(_current.trace).label)})
 
 
 # --- before and after: a second trace compared with the one on the page ---------------------------
@@ -231,7 +233,7 @@ def compare_json(path: str, name: str, guide_href: str = FACTS_GUIDE,
         return json.dumps({"error": f"{before.trace.source} and {name}: cannot compare these traces "
                                     f"({type(err).__name__}: {err})"})
     _after = after
-    caption = (f"{before.trace.source} → {name}, whole traces "
+    caption = (f"{bounded(before.trace.source)} → {bounded(name)}, whole traces "
                "(per ProfilerStep: means over their steps)")
     return json.dumps({"diff": json.loads(strict_json(result.to_dict())),
                        "table": comparison_html(result, caption, guide_href)})
@@ -253,7 +255,7 @@ def compare_timelines_json() -> str:
         span = shared_span_us(*windows.values())
         drawn = {role: {"svg": diff_timeline_svg(r.trace, windows[role], span,
                                                  f"{role.capitalize()}: {r.trace.source}"),
-                        "window": windows[role].label}
+                        "window": bounded(windows[role].label)}
                  for role, r in pair.items()}
     except Exception as err:  # the deltas are shown already: say why the pictures are not
         return json.dumps({"error": f"cannot draw the timelines ({type(err).__name__}: {err})"})
