@@ -33,9 +33,10 @@ from __future__ import annotations
 from .terms import (  # noqa: F401 (the engine's names, imported from here)
     COLUMN_KINDS, COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HOST_WORK_KINDS,
     HTA_LAUNCH_APIS, KERNEL_WAIT_US, NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TIMES_ONLY_KINDS,
-    TOP_KERNELS, WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle,
-    TemporalBreakdown, TraceFacts, Verdict, WindowFacts, rounded)
+    TOP_KERNELS, WIDEST_GAPS, Gap, HostWait, KernelStat, LaunchedWork, LaunchStats, Span,
+    StreamIdle, TemporalBreakdown, TraceFacts, Verdict, WindowFacts, rounded)
 from .index import TraceIndex, kernel_kind  # noqa: F401
+from .places import locate
 from .text import _ms, short_name, summary_text  # noqa: F401
 from .window import (hta_scope_breakdown, hta_scope_end, top_kernels,  # noqa: F401
                               verdict, window_facts)
@@ -66,7 +67,7 @@ def _facts(trace: Trace, step, window, top) -> TraceFacts:
     focus = focus_window(trace, step, window)
     steps = [Window(s.ts, s.end, s.name) for s in trace.steps]
     notes = _notes(trace, index)
-    return TraceFacts(
+    found = TraceFacts(
         source=trace.source,
         rank=trace.rank,
         gpus=[str(gpu.get("name", "")) for gpu in trace.gpus if isinstance(gpu, dict)],
@@ -78,6 +79,8 @@ def _facts(trace: Trace, step, window, top) -> TraceFacts:
         steps=[window_facts(index, s, top=0) for s in steps],
         notes=notes,
     )
+    locate(trace, found, focus, steps)  # where each finding lies, in the file's own time
+    return found
 
 
 def facts_of_windows(trace: Trace, windows: list[Window], top: int = 0) -> list[WindowFacts]:
