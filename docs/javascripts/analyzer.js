@@ -4,6 +4,10 @@
 // 13 MB. Nothing is uploaded. What comes back is markup built by the Python renderers, which escape
 // every name from the trace; the file's name and the messages are set as text, never as markup.
 //
+// The facts box's "in Perfetto" links open the trace on the page at a finding: perfetto.js asks
+// window.perfettoTraceSources.analyzer for its bytes, which come from the file the reader chose,
+// still in this page's memory (read again from the File object): nothing is uploaded.
+//
 // Before and after: once a trace is shown, a second one (dropped on the second zone, chosen there,
 // or given with the first, two at once) is compared with it, as `analyze.py BEFORE AFTER --diff`
 // compares them; the first one's results stay on the page whatever becomes of the second.
@@ -140,6 +144,13 @@ if (root) {
     }
   }
 
+  // The trace whose facts are shown, for the facts box's links to Perfetto (null: none).
+  function keepForPerfetto(file) {
+    const sources = (window.perfettoTraceSources = window.perfettoTraceSources || {});
+    if (file) sources.analyzer = () => file.arrayBuffer().then((buffer) => ({ buffer }));
+    else delete sources.analyzer;
+  }
+
   function showFacts(name, result) {
     const f = result.facts;
     const steps = f.steps.length;
@@ -239,6 +250,7 @@ if (root) {
     errorLine.hidden = true;
     output.hidden = true; // the last trace's results, until this one's replace them
     root.analyzerFacts = null;
+    keepForPerfetto(file);
     clear(figure);
     showCompare(null);
     hideDiff();
