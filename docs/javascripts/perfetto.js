@@ -163,7 +163,7 @@
 
   // Ping the Perfetto window from now on, and post the trace once both are there.
   function deliver(win, button, tracePromise) {
-    const pong = waitForPong(win, () => setHelp(button, SLOW));
+    const pong = waitForPong(win, () => setHelp(button, navigator.onLine === false ? OFFLINE : SLOW));
     return Promise.all([tracePromise, pong])
       .then(([trace]) => {
         win.postMessage(
@@ -185,9 +185,12 @@
       });
   }
 
+  const OFFLINE = "This browser is offline, so Perfetto cannot load.";
+
   function failed(button) {
     return (error) => {
-      if (error.unanswered) setHelp(button, UNANSWERED);
+      if (navigator.onLine === false) setHelp(button, OFFLINE);
+      else if (error.unanswered) setHelp(button, UNANSWERED);
       else setStatus(button, `Could not open the trace: ${error.message}`);
     };
   }
