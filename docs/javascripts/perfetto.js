@@ -63,22 +63,21 @@
     return url.startsWith(PERFETTO_ORIGIN + "/") ? url : PERFETTO_ORIGIN;
   }
 
-  // `lead`, then the two ways that work without this page talking to Perfetto: download the trace
-  // (or, for a trace the reader dropped here, their own file) and drop it on the viewer.
+  // `lead`, then what works without this page talking to Perfetto: download the trace (or, for a
+  // trace the reader dropped here, take their own file) and drop it on the viewer's address.
   function setHelp(button, lead) {
     const status = statusOf(button);
-    status.textContent = `${lead} What works without it: `;
+    status.textContent = `${lead} Instead, `;
     if (button.dataset.trace) {
       status.append(link(new URL(button.dataset.trace, window.location.href).href, "download the trace",
-        { download: button.dataset.file || "", class: "perfetto-download" }));
+        { download: button.dataset.file || "", class: "perfetto-download" }), " and drop it");
     } else {
-      status.append(`take your file ${button.dataset.file || ""}`.trimEnd());
+      status.append(`drop your file ${button.dataset.file || ""}`.trimEnd());
     }
-    status.append(" and drop it on ");
-    status.append(link(perfettoUrl(button), "ui.perfetto.dev",
+    status.append(" on ", link(perfettoUrl(button), "ui.perfetto.dev",
       { target: "_blank", rel: "noopener", class: "perfetto-address" }));
     status.append(button.classList.contains("perfetto-at")
-      ? " (this link opens it at the finding once the trace is dropped)." : ".");
+      ? " (that link opens it at the finding)." : ".");
     status.dataset.help = "true";
   }
 
@@ -186,11 +185,14 @@
   }
 
   const OFFLINE = "This browser is offline, so Perfetto cannot load.";
+  const NO_DOWNLOAD = "The trace did not download (is this browser offline?).";
 
+  // A download that never reached the server (a TypeError from fetch: no network) gets the help
+  // too; an answer from it (HTTP 404, a time limit) says what it was.
   function failed(button) {
     return (error) => {
-      if (navigator.onLine === false) setHelp(button, OFFLINE);
-      else if (error.unanswered) setHelp(button, UNANSWERED);
+      if (error.unanswered) setHelp(button, navigator.onLine === false ? OFFLINE : UNANSWERED);
+      else if (error instanceof TypeError && button.dataset.trace) setHelp(button, NO_DOWNLOAD);
       else setStatus(button, `Could not open the trace: ${error.message}`);
     };
   }
