@@ -30,8 +30,8 @@ from math import isfinite
 from array import array
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from itertools import compress, repeat
-from operator import add, attrgetter, mul
+from itertools import accumulate, compress, islice, repeat
+from operator import add, attrgetter, ge, mul
 
 from .places import event_span
 from .terms import Span, rounded
@@ -396,9 +396,14 @@ def _drops(begin: list[int], length: list[int]):
     event is dropped when it starts inside an open event and ends after it. Open events nest (a
     dropped one is never opened), so the innermost, on top, ends first: only it can be crossed."""
     order = trace_order(array("d", begin), array("d", length))[0]
+    starts, lengths = list(map(begin.__getitem__, order)), list(map(length.__getitem__, order))
+    # A track where no event starts before every earlier one has ended (a GPU stream, as a
+    # rule) nests nothing, so drops nothing: told in C loops, without the walk below.
+    if all(map(ge, islice(starts, 1, None), accumulate(map(add, starts, lengths), max))):
+        return
     stack: list[tuple[int, int, int]] = []  # (end, duration, event) of the open events, innermost last
     push, pop = stack.append, stack.pop
-    for i, start, dur in zip(order, map(begin.__getitem__, order), map(length.__getitem__, order)):
+    for i, start, dur in zip(order, starts, lengths):
         # Closed ones pop: those that ended before it, or at its start (unless both are instants).
         while stack and stack[-1][0] <= start:
             if stack[-1][0] == start and not dur and not stack[-1][1]:
