@@ -41,7 +41,7 @@ from ..model.columnar.rows import Coded
 from ..model.launches import activity_table, launch_table
 from ..model.names import printable
 from ..model.perfetto import perfetto_ns, track_of
-from ..model.records import PROFILER_FLAGS
+from ..model.records import PROFILER_FLAGS, step_number
 from ..model.trace import Event, Trace, Window
 from ..model.units import format_us
 
@@ -136,7 +136,7 @@ def recording_facts(trace: Trace, window: Window | None = None) -> RecordingFact
 
 
 def _step_numbers(trace: Trace) -> list[int]:
-    numbers = {int(n) for n in (s.name.removeprefix("ProfilerStep#") for s in trace.steps) if n.isdigit()}
+    numbers = {n for n in map(step_number, (s.name for s in trace.steps)) if n is not None}
     return sorted(numbers)
 
 
@@ -246,8 +246,8 @@ def _profiler_work(trace: Trace, window: Window) -> RecordingWarning | None:
 
 
 def _step_key(name: str):
-    number = name.rsplit("#", 1)[-1]
-    return (0, int(number)) if number.isdigit() else (1, name)
+    number = step_number(name)
+    return (0, number) if number is not None else (1, name)
 
 
 def _graph_launches(trace: Trace, window: Window) -> tuple[int, int, Span | None]:
