@@ -28,6 +28,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass, field
 
 from .analysis import rounded
+from .terms import Span
 from ..model.columnar.rows import op_rows
 from ..model.trace import Instant, Trace, Window
 
@@ -74,6 +75,7 @@ class DeviceMemory:
     peak_reserved: int | None  # None: the trace gives no reserved bytes for this device
     peak_reserved_us: float | None
     largest: list[Allocation] = field(default_factory=list)  # largest first, then earliest
+    peak_span: Span | None = None  # the event that reached the peak, in the file's time (places.py)
 
 
 @dataclass
@@ -115,6 +117,7 @@ class _Sample:
     reserved: int | None
     addr: int | None
     thread: tuple
+    file_ts: float  # the event's ts as the file writes it (for its Span)
 
 
 def _int(value) -> int | None:
@@ -156,13 +159,13 @@ def _by_device(trace: Trace) -> dict[str, list[_Sample]]:
         running[name] = level
         devices.setdefault(name, []).append(_Sample(
             event.ts, size, level, _int(args.get("Total Reserved")), _int(args.get("Addr")),
-            (event.pid, event.tid)))
+            (event.pid, event.tid), trace.origin_us + event.ts))
     return dict(sorted(devices.items(), key=lambda kv: _device_order(kv[0])))
 
 
 def _device_order(name: str) -> tuple:
     kind, _, number = name.partition(":")
-    return (kind == "cpu", kind, int(number) if number.isdigit() else -1)
+    return (kind == "cpu", kind, int(number) if number.isascii() and number.isdigit() else -1)
 
 
 # --- the facts ---------------------------------------------------------------------------------
@@ -234,6 +237,8 @@ def _device_facts(name: str, samples: list[_Sample], window: Window, ops: _OpInd
         peak_reserved_us=None if top_reserved is None else top_reserved[1],
         largest=[Allocation(s.ts, s.bytes, ops.innermost(s.thread, s.ts), _freed_after(freed, s))
                  for s in biggest],
+        peak_span=None if peak_at is None else Span(
+            peak_at.file_ts, peak_at.file_ts, *peak_at.thread, peak_at.file_ts, 0.0),
     )
 
 
@@ -314,10 +319,12 @@ def format_bytes(count: int | float) -> str:
 
 
 def memory_text(memory: MemoryFacts) -> list[str]:
-    """The memory section of the analyzer's summary (names escaped by the caller's printer)."""
+    """The memory section of the analyzer's summary (names bounded here, escaped by the
+    caller's printer)."""
+    from ..model.names import bounded
     from ..model.units import format_us
 
-    lines = [f"memory ([memory] events of profile_memory=True, in {memory.label}):"]
+    lines = [f"memory ([memory] events of profile_memory=True, in {bounded(memory.label)}):"]
     for d in memory.devices:
         lines.append(
             f"  {d.device}: {d.allocations:,} allocations ({format_bytes(d.allocated_bytes)}), "
@@ -325,7 +332,7 @@ def memory_text(memory: MemoryFacts) -> list[str]:
             f"{format_bytes(d.start_allocated)} at the start, {format_bytes(d.end_allocated)} at "
             f"the end (net {'+' if d.net_bytes >= 0 else ''}{format_bytes(d.net_bytes)})")
         where = ("held from before the window" if d.peak_from_before else
-                 f"at {format_us(d.peak_us)}" + (f", in {d.peak_op}" if d.peak_op else ""))
+                 f"at {format_us(d.peak_us)}" + (f", in {bounded(d.peak_op)}" if d.peak_op else ""))
         peak = f"    peak allocated {format_bytes(d.peak_allocated)} {where}"
         if d.peak_reserved:
             peak += (f"; peak reserved {format_bytes(d.peak_reserved)} at "
@@ -335,5 +342,5 @@ def memory_text(memory: MemoryFacts) -> list[str]:
             life = "not freed in the trace" if a.freed_us is None else \
                 f"freed {format_us(a.lifetime_us)} later"
             lines.append(f"    {format_bytes(a.bytes):>12} at {format_us(a.ts_us)}"
-                         + (f" in {a.op}" if a.op else "") + f", {life}")
+                         + (f" in {bounded(a.op)}" if a.op else "") + f", {life}")
     return lines

@@ -16,7 +16,7 @@ from statistics import median
 
 from ..claims import Spread, samples
 from ....tracefacts.model.intervals import total, union
-from ....tracefacts.pictures.markup import concat, h, table, td, th
+from ....tracefacts.pictures.markup import Markup, concat, h, table, td, th
 from ..helpers import format_us
 from ....tracefacts.pictures.profiler_table import scrolling_table
 from ....tracefacts.model.trace import Window
@@ -110,11 +110,6 @@ def activity_samples(run, match) -> Spread:
     """Per call, the summed time of the activities it launched for which match(activity) holds."""
     return samples((sum(a.dur for a in c.activities if match(a)) for c in calls(run)),
                    label="activity time per call", runs=[run.example.key])
-
-
-def ratio_bounds(a: Spread, b: Spread) -> tuple[float, float]:
-    """The least and the most a / b can be, one sample of each side taken anywhere in its spread."""
-    return a.low / b.high, a.high / b.low
 
 
 def fractions_of(spread: Spread, reference: float) -> Spread:
@@ -219,6 +214,16 @@ def copy_window(run, number: int, margin: float = 0.03) -> Window:
     end = max(a.end for a in copies)
     end += margin * (end - step.start)
     return Window(step.start, end, f"ProfilerStep#{number} to the end of its copy")
+
+
+def hidden_copy_link(run, copy) -> Markup:
+    """Under the picture: the copy the step launched (an Event of the run's trace), with a link
+    that opens the trace in Perfetto zoomed to it, the copy selected."""
+    from ....tracefacts.facts.places import event_span
+
+    return h("p", {"class": "perfetto-finding"}, "The copy this step launched, ", h("code", None, copy.name),
+             f", {format_us(copy.dur)} on the GPU: ",
+             run.open_at(event_span(run.trace, copy), f"the {copy.name} this step launched", "see it in Perfetto"), ".")
 
 
 def activities_within(run, window: Window, kind: str) -> list:
