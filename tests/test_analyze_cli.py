@@ -149,8 +149,10 @@ def test_json_facts_are_those_of_a_full_load(which, gpu_trace, tmp_path):
     expected = json.loads(json.dumps(facts(load_trace(path)).to_dict()))
     out = json.loads(done.stdout)
     assert {key: out[key] for key in expected} == expected
-    # The CPU trace has stacks: their section comes after the facts (tests/test_analyze_details.py).
-    assert set(out) - set(expected) == ({"ops"} if which == "cpu" else set())
+    # The CPU trace has stacks, the synthetic one a cudaDeviceSynchronize that drains the GPU's
+    # queue every step: their sections come after the facts (tests/test_analyze_details.py,
+    # tests/test_syncs.py).
+    assert set(out) - set(expected) == ({"ops"} if which == "cpu" else {"host_syncs"})
 
 
 def test_blocks_gives_the_sweep_per_block(tmp_path):

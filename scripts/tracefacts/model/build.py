@@ -61,6 +61,7 @@ class _Builder:
         self.instants: list[Instant] = []
         self.process_names: dict = {}
         self.thread_names: dict = {}
+        self.renamed: dict = {}  # (pid, tid) -> every name of a thread named more than once
         self.raw_count = 0
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
@@ -128,7 +129,11 @@ class _Builder:
             if raw.get("name") == "process_name":
                 self.process_names[raw.get("pid")] = str(args.get("name", ""))
             elif raw.get("name") == "thread_name":
-                self.thread_names[(raw.get("pid"), raw.get("tid"))] = str(args.get("name", ""))
+                key, name = (raw.get("pid"), raw.get("tid")), str(args.get("name", ""))
+                earlier = self.thread_names.get(key)
+                if earlier is not None and earlier != name:
+                    self.renamed.setdefault(key, [earlier]).append(name)
+                self.thread_names[key] = name
         elif ph in ("i", "I"):
             self.instants.append(Instant(
                 name=str(raw.get("name", "")), cat=str(raw.get("cat", "")),
@@ -325,6 +330,8 @@ class _Builder:
         return kind
 
     def finish(self, metadata: dict) -> Trace:
+        for key, names in self.renamed.items():
+            self.thread_names[key] = _own_name(key, names, self.thread_names)
         events = self.events
         if not events and not self.skipped and self.raw_count and not self.instants:
             raise TraceError(
@@ -355,6 +362,17 @@ class _Builder:
                      process_names=self.process_names, thread_names=self.thread_names,
                      origin_us=origin, source=self.source, skipped=skipped,
                      op_args=bool(self.op_args))
+
+
+def _own_name(key: tuple, names: list[str], thread_names: dict) -> str:
+    """The name of a thread Kineto lists under several: one for each name it saw the thread under,
+    in no fixed order. A thread that named itself (autograd's device threads: `pt_autograd_0`) is
+    also listed under its process's name, the one its main thread (tid = pid) carries in
+    parentheses, `thread 1520 (python3)`: the name of its own wins; else the last one listed."""
+    main = thread_names.get((key[0], key[0]), "")
+    generic = main[main.rfind("("):] if main.endswith(")") and "(" in main else None
+    own = [name for name in names if not (generic and name.endswith(generic))]
+    return own[-1] if own else names[-1]
 
 
 def _packed(floats, count: int | None = None) -> bytes:
