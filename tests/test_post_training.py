@@ -153,3 +153,12 @@ def test_the_guide_shows_each_mistake_on_a_run(built_site):
     html = (built_site / GUIDE_URL).read_text()
     assert "Traceback" not in html
     assert {e.trace_path.name for e in catalog.MISTAKES} <= set(re.findall(r'data-file="([^"]+)"', html))
+
+
+def test_a_table_cut_to_some_rows_keeps_their_order_and_the_foot():
+    from scripts.series.pages.helpers import example
+
+    run = example("train_step/train_b16_s3")
+    html = str(P.table_rows(run, ("cudaLaunchKernel", "ProfilerStep*", "no such op"), "caption"))
+    assert html.index(">ProfilerStep*<") < html.index(">cudaLaunchKernel<")  # the table's order
+    assert "Self CPU time total" in html and ">aten::copy_<" not in html

@@ -111,15 +111,19 @@ def training_facts(trace: Trace, window: Window | None = None) -> TrainingFacts 
     # Each step's backward on the host: its autograd threads' first and last runtime calls.
     starts = [s.ts for s in steps]
     spans: dict[int, list[float]] = {}
+    ends = [s.end for s in steps]
     for ts, dur, code in zip(calls.ts, calls.dur, calls.threads.codes):
         if code in backward_codes:
             k = bisect_right(starts, ts) - 1
-            if k >= 0 and ts < steps[k].end and calls.threads.values[code][0] == steps[k].pid:
+            if k >= 0 and ts < ends[k] and calls.threads.values[code][0] == steps[k].pid:
                 found = spans.get(k)
                 if found is None:
                     spans[k] = [ts, ts + dur]
                 else:
-                    found[0], found[1] = min(found[0], ts), max(found[1], ts + dur)
+                    if ts < found[0]:
+                        found[0] = ts
+                    if ts + dur > found[1]:
+                        found[1] = ts + dur
     if not spans:
         return None
     chosen = sorted(spans)
@@ -212,36 +216,45 @@ def _gpu_work(trace: Trace, steps: list, timelines: list, backward_codes: set) -
     calls = launch_table(trace)
     acts = activity_table(trace)
     rows = acts.launch_rows(calls)
-    starts = [s.ts for s in steps]
+    starts, ends = [s.ts for s in steps], [s.end for s in steps]
     piece_starts = [[p[0] for p in pieces] for pieces in timelines]
-    threads = calls.threads.values
-    # (step, phase) -> {device: [(start, end), ...]}, and the launch rows
-    intervals: dict[tuple[int, str], dict] = {}
-    launched: dict[tuple[int, str], set] = {}
+    codes = {thread: code for code, thread in enumerate(calls.threads.values)}
+    loop_codes = [codes.get((s.pid, s.tid), -1) for s in steps]  # the code of each step's own thread
+    first, last = starts[0], ends[-1]
+    spans: dict[tuple, list] = {}  # (step, phase, device) -> [(start, end)] of its activities
+    launched: dict[tuple, set] = {}  # (step, phase) -> launch rows
     call_ts, call_thread = calls.ts, calls.threads.codes
     for start, dur, device, row in zip(acts.ts, acts.dur, acts.device_of, rows):
         if row < 0:
             continue
         t = call_ts[row]
+        if t < first or t >= last:
+            continue
         k = bisect_right(starts, t) - 1
-        if k < 0 or t >= steps[k].end:
+        if t >= ends[k]:
             continue
         code = call_thread[row]
-        step = steps[k]
         if code in backward_codes:
             phase = "backward"
-        elif threads[code] == (step.pid, step.tid):
+        elif code == loop_codes[k]:
             phase = timelines[k][bisect_right(piece_starts[k], t) - 1][2]
         else:
             phase = "other"
-        key = (k, phase)
-        intervals.setdefault(key, {}).setdefault(device, []).append((start, start + dur))
-        launched.setdefault(key, set()).add(row)
+        found = spans.get((k, phase, device))
+        if found is None:
+            found = spans[(k, phase, device)] = []
+            launched.setdefault((k, phase), set())
+        found.append((start, start + dur))
+        launched[(k, phase)].add(row)
     found = []
     for k in range(len(steps)):
-        busy = {p: sum((total(spans) for spans in intervals.get((k, p), {}).values()), 0.0) for p in PHASES}
+        busy = {p: 0.0 for p in PHASES}
+        activities = {p: 0 for p in PHASES}
+        for (step, phase, _), intervals in spans.items():
+            if step == k:
+                busy[phase] += total(intervals)
+                activities[phase] += len(intervals)
         launches = {p: len(launched.get((k, p), ())) for p in PHASES}
-        activities = {p: sum(map(len, intervals.get((k, p), {}).values())) for p in PHASES}
         found.append((busy, launches, activities))
     return found
 

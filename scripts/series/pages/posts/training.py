@@ -256,3 +256,14 @@ def sync_section(run) -> str:
     # A fence longer than any run of backticks in the text (a name from the trace may hold some).
     fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", text)])
     return f"{fence}text\n{text}\n{fence}"
+
+
+def table_rows(run, names: tuple[str, ...], caption: str) -> Markup:
+    """The run's profiler table cut to the rows of these names (in the table's order), its foot
+    kept: where a read-back shows in the table, without the rows around it."""
+    from dataclasses import replace
+
+    from ....tracefacts.pictures.profiler_table import render_table
+
+    data = run.table_data
+    return render_table(replace(data, rows=tuple(row for row in data.rows if row[0] in names)), caption=caption)
