@@ -11,11 +11,12 @@
 First, torch.profiler records --steps training steps of the model of snippets/10_train_phases.py
 (fused AdamW) and picks the kernel with the most GPU time in them: the top kernel. Then this
 script runs itself again under Nsight Compute without torch.profiler (both use CUPTI, one at a
-time): the same steps, each inside an NVTX range `step_N` (torch.cuda.nvtx.range), and ncu
-measures one launch of the top kernel inside the first step the profiler recorded:
+time): the same steps, and ncu measures one launch of the top kernel, the first of the first step
+the profiler recorded (it skips as many launches of it as the steps before make, counted from the
+trace; the steps are in NVTX ranges `step_N` too, for Nsight Systems):
 
-    ncu --clock-control none --nvtx --nvtx-include step_2/ --kernel-name-base demangled
-        --kernel-name regex:^NAME --launch-count 1 --section SpeedOfLight --section Occupancy
+    ncu --clock-control none --kernel-name-base demangled --kernel-name regex:^NAME
+        --launch-skip SKIP --launch-count 1 --section SpeedOfLight --section Occupancy
         --metrics gpu__time_duration.sum,dram__bytes.sum python 14_ncu_top_kernel.py --target
 
 `--clock-control none` leaves the GPU's clocks as they are (ncu locks them to base clocks by
@@ -130,19 +131,18 @@ def name_pattern(name: str) -> str:
 
 
 # --8<-- [start:ncu]
-def ncu_command(ncu: str, kernel: str, step: int, target: list[str]) -> list[str]:
-    return [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", f"step_{step}/",
-            "--kernel-name-base", "demangled", "--kernel-name", f"regex:{name_pattern(kernel)}",
-            "--launch-count", "1", *(a for s in SECTIONS for a in ("--section", s)),
-            "--metrics", ",".join(METRICS), *target]
+def ncu_command(ncu: str, kernel: str, skip: int, target: list[str]) -> list[str]:
+    return [ncu, "--clock-control", "none", "--kernel-name-base", "demangled",
+            "--kernel-name", f"regex:{name_pattern(kernel)}", "--launch-skip", str(skip), "--launch-count", "1",
+            *(a for s in SECTIONS for a in ("--section", s)), "--metrics", ",".join(METRICS), *target]
 # --8<-- [end:ncu]
 
 
-def run_ncu(args, kernel: str) -> dict:
-    """ncu's measurement of the kernel's first launch in the first recorded step: the CSV's kept
-    rows, or the reason there are none."""
+def run_ncu(args, kernel: str, skip: int) -> dict:
+    """ncu's measurement of the kernel's launch after `skip` of them (the first of the first
+    recorded step): the CSV's kept rows, or the reason there are none."""
     ncu = shutil.which(args.ncu)
-    shown = ncu_command("ncu", kernel, WAIT + WARMUP, ["python", "snippets/14_ncu_top_kernel.py", "--target"])
+    shown = ncu_command("ncu", kernel, skip, ["python", "snippets/14_ncu_top_kernel.py", "--target"])
     found = {"kernel": kernel, "command": shlex.join(shown)}
     if ncu is None:
         return {**found, "error": f"{args.ncu} not found: install Nsight Compute, or pass --ncu PATH"}
@@ -150,7 +150,7 @@ def run_ncu(args, kernel: str) -> dict:
               str(args.batch), "--seq", str(args.seq), "--layers", str(args.layers), "--d_model", str(args.d_model)]
     with tempfile.TemporaryDirectory(prefix="ncu-") as folder:
         report = Path(folder) / "top_kernel"
-        command = [ncu, "--export", str(report), "--force-overwrite", *ncu_command(ncu, kernel, WAIT + WARMUP, target)[1:]]
+        command = [ncu, "--export", str(report), "--force-overwrite", *ncu_command(ncu, kernel, skip, target)[1:]]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -184,7 +184,7 @@ def main(argv=None):
     device = torch.device(args.device)
     on_gpu = device.type == "cuda"
     train_step = training(args, device)
-    if args.target:  # under ncu: the same steps, each in an NVTX range, no torch.profiler
+    if args.target:  # under ncu: the same steps (in NVTX ranges, for nsys), no torch.profiler
         for number in range(WAIT + WARMUP + args.steps):
             with torch.cuda.nvtx.range(f"step_{number}"):
                 train_step()
@@ -205,7 +205,8 @@ def main(argv=None):
 
     if on_gpu:
         kernel, total_us, launches = top_kernel(trace)
-        measured = run_ncu(args, kernel)
+        # Its launches in the steps before the recorded ones, as many per step as in those.
+        measured = run_ncu(args, kernel, launches // args.steps * (WAIT + WARMUP))
         lines = [f"top kernel: {kernel} ({total_us:.1f} us in {launches} launches over {args.steps} steps)"]
         if "error" in measured:
             lines.append(f"ncu: {measured['error']}")
