@@ -49,16 +49,17 @@ def largest_phase(run, field: str = "gpu_busy_us") -> str:
 
 
 def phase_table(run, caption: str) -> Markup:
-    """The analyzer's phases of the run's steps: per step (median) and share of the steps."""
-    facts = training(run)
+    """The analyzer's phases of the run's steps: the median step's, and the shares of all of them."""
+    from ....tracefacts.model.units import format_us
+
     head = [th(x, {"scope": "col", "class": None if i == 0 else "num"}) for i, x in enumerate(
-        ("phase", "host time per step", "of the step", "GPU busy per step", "of the GPU's", "launches per step"))]
+        ("phase", "host time", "of the steps'", "GPU busy", "of the GPU's", "launches"))]
     rows = []
-    for p in facts.phases:
-        host, busy, launches = (phase_samples(run, p.phase, f) for f in ("host_us", "gpu_busy_us", "launches"))
-        rows.append([th(p.phase, {"scope": "row"}), td(host.text() if host.n else "–", {"class": "num"}),
-                     td(f"{p.host_pct:.1f}%", {"class": "num"}), td(busy.text(), {"class": "num"}),
-                     td(f"{p.gpu_pct:.1f}%", {"class": "num"}), td(f"{launches.median:,.0f}", {"class": "num"})])
+    for p in training(run).phases:
+        host, busy, launches = (phase_samples(run, p.phase, f).median for f in ("host_us", "gpu_busy_us", "launches"))
+        rows.append([th(p.phase, {"scope": "row"}), td(format_us(host), {"class": "num"}),
+                     td(f"{p.host_pct:.1f}%", {"class": "num"}), td(format_us(busy), {"class": "num"}),
+                     td(f"{p.gpu_pct:.1f}%", {"class": "num"}), td(f"{launches:,.0f}", {"class": "num"})])
     return scrolling_table(table(head, rows, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
 
 
@@ -84,14 +85,16 @@ def parameter_tensors(run) -> int:
 
 
 def optimizer_table(runs: dict, caption: str) -> Markup:
-    """Per optimizer (label -> Run): its launches, host time and GPU busy time per step."""
+    """Per optimizer (label -> Run): its launches, host time and GPU busy time in the median step."""
+    from ....tracefacts.model.units import format_us
+
     head = [th(x, {"scope": "col", "class": None if i == 0 else "num"}) for i, x in enumerate(
-        ("AdamW", "launches per step", "host time per step", "GPU busy per step", "step"))]
+        ("AdamW", "launches", "host time", "GPU busy", "whole step"))]
     rows = [[th(h("code", None, label), {"scope": "row"}),
              td(f"{phase_samples(run, 'optimizer', 'launches').median:,.0f}", {"class": "num"}),
-             td(phase_samples(run, "optimizer", "host_us").text(), {"class": "num"}),
-             td(phase_samples(run, "optimizer", "gpu_busy_us").text(), {"class": "num"}),
-             td(run.step_samples("dur_us", skip_first=False).text(), {"class": "num"})]
+             td(format_us(phase_samples(run, "optimizer", "host_us").median), {"class": "num"}),
+             td(format_us(phase_samples(run, "optimizer", "gpu_busy_us").median), {"class": "num"}),
+             td(format_us(run.step_samples("dur_us", skip_first=False).median), {"class": "num"})]
             for label, run in runs.items()]
     return scrolling_table(table(head, rows, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
 
