@@ -172,6 +172,7 @@ def _annotation(trace: Trace, thread: tuple, ts: float) -> str | None:
 def sync_text(facts: SyncFacts) -> list[str]:
     """The host-sync section of the analyzer's summary (names escaped by the caller's printer)."""
     from ..model.units import format_us
+    from .text import short_name
 
     names = ", ".join(f"{name} {n:,}" for name, n in facts.by_name.items())
     lines = [f"host syncs (calls that wait for the GPU to finish), in {facts.label}: {facts.calls:,} ({names}); "
@@ -183,5 +184,5 @@ def sync_text(facts: SyncFacts) -> list[str]:
         where = "; ".join(x for x in (d.step, d.annotation) if x)
         lines.append(f"  {format_us(d.gpu_idle_after_us):>10}  {format_us(d.waited_us):>10}  "
                      f"{format_us(d.ts_us):>10}  {d.name}" + (f" in {where}" if where else "")
-                     + f", waiting for {d.waited_for}")
+                     + f", waiting for {short_name(d.waited_for)}")
     return lines
