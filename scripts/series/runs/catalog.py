@@ -18,6 +18,7 @@ TRACES = ROOT / "traces"
 EXTRAS = {
     "memory": (".memory.json", ".memory.json.gz"),  # memory timeline by category and a summary
     "snapshot": (".snapshot.pickle", ".snapshot.json.gz"),  # the CUDA caching allocator's record
+    "ncu": (".ncu.json", ".ncu.json.gz"),  # Nsight Compute's measurement of one kernel, or why none
 }
 
 
@@ -288,16 +289,48 @@ def _ddp(bucket_mb: int, straggler: int = -1) -> Example:
 # made late by 20 ms of host work a step, which rank 0's timeline shows as waiting in NCCL.
 PART6 = (_ddp(25), _ddp(1), _ddp(200), _ddp(25, straggler=1))
 
+# The training step post (docs/blog/posts/training-step.md): one step read in order with AdamW's
+# three implementations; a loop that reads a value back every step, three ways, against one that
+# does not; a DataLoader with and without workers and pinned memory; a copy on a side stream
+# against the same copy on the compute stream; and the step's top kernel handed to Nsight Compute.
+# Their claims compare recorded steps within a run (three to five each): no process repeats.
+def _sync(sync: str) -> Example:
+    return Example("11_host_sync", f"sync_{sync}_b1024_h4096_l6", ("--sync", sync))
+
+
+def _data(workers: int, pinned: bool = False) -> Example:
+    return Example("12_data_loading", f"data_w{workers}_b64" + "_pinned" * pinned,
+                   ("--workers", str(workers), *("--pin_memory",) * pinned))
+
+
+TRAINING = (
+    *(Example("10_train_phases", f"train_b16_s256_l6_d512_{optimizer}", ("--optimizer", optimizer))
+      for optimizer in ("foreach_false", "foreach", "fused")),
+    *(_sync(sync) for sync in ("none", "item", "print", "cpu")),
+    _data(0), _data(4), _data(4, pinned=True),
+    *(Example("13_streams", f"streams_{copy}_r8192_d4096_m4", ("--copy", copy)) for copy in ("same", "side")),
+    Example("14_ncu_top_kernel", "ncu_b16_s256_l6_d512", extras=("ncu",)),
+)
+
+# The guide's common mistakes (docs/guide/common-mistakes.md), where no run of the series shows one:
+# a profile without prof.step(), and GPU work timed without torch.cuda.synchronize().
+MISTAKES = tuple(Example("15_mistakes", f"mistake_{mistake}_n8192", ("--mistake", mistake))
+                 for mistake in ("no_step", "no_sync"))
+
 EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + PART5 + PART6
 
 # Examples a refresh runs when named (`make refresh ONLY=...`) but that no page shows yet: the build
 # neither checks their artifacts nor asks for them to be shown. The post that shows one moves it
 # into EXAMPLES.
-PENDING: tuple[Example, ...] = ()
+# The training step post and the common-mistakes guide wait for their first GPU run (make refresh
+# ONLY="10_train_phases 11_host_sync 12_data_loading 13_streams 14_ncu_top_kernel 15_mistakes"):
+# until then their pages are left out of the build (mkdocs.yml exclude_docs) and so is their
+# notebook (scripts/series/notebooks/parts.py PENDING_SLUGS). Once frozen, move them to EXAMPLES.
+PENDING: tuple[Example, ...] = TRAINING + MISTAKES
 
 # The refresh's report splits its time by these.
 PHASES = {"Part 1": PART1, "sweep": SWEEP, "Part 2": PART2, "Part 3": PART3, "Part 4": PART4, "guide": GUIDE,
-          "Part 5": PART5, "Part 6": PART6}
+          "Part 5": PART5, "Part 6": PART6, "training": TRAINING, "mistakes": MISTAKES}
 
 
 def phase_of(example: Example) -> str:
