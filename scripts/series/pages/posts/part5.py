@@ -421,11 +421,19 @@ def achieved(flops: float, spread: Spread) -> Spread:
                    label=f"TFLOP/s of {spread.label}", runs=spread.runs)
 
 
-def decode_bytes_per_token(weights: int, layers: int, kv_heads: int, head_dim: int, context: int,
+def decode_weights_read(modules: dict[str, int], hidden: int) -> int:
+    """Weights one decode step at batch 1 reads, from `llama_modules`: one row of the input
+    embedding (the token's), and every other weight whole. The LM head is read whole, tied or not:
+    when tied, the embedding's whole table serves as the head."""
+    head = modules["lm_head"] or modules["embed_tokens"]
+    return hidden + modules["layers"] + modules["norm"] + head
+
+
+def decode_bytes_per_token(weights_read: int, layers: int, kv_heads: int, head_dim: int, context: int,
                            size: int = 2) -> int:
-    """What one decode step at batch 1 must read at least: every weight once, and the keys and
-    values of every earlier token in every layer."""
-    return weights * size + 2 * layers * kv_heads * head_dim * context * size
+    """What one decode step at batch 1 must read at least: the weights it reads
+    (`decode_weights_read`) once, and the keys and values of every earlier token in every layer."""
+    return weights_read * size + 2 * layers * kv_heads * head_dim * context * size
 
 
 # --- the exercises --------------------------------------------------------------------------------
