@@ -187,3 +187,21 @@ def test_llama_modules_match_transformers_module_by_module():
         ("embed_tokens", model.model.embed_tokens), ("layers", model.model.layers), ("norm", model.model.norm),
         ("lm_head", model.lm_head))}
     assert counted == llama_modules(**d)
+
+
+def test_extra_time_is_split_into_gpu_work_and_host_wait():
+    before, after = P.StepSplit(100.0, 80.0, 10.0), P.StepSplit(170.0, 90.0, 60.0)
+    extra = P.extra_time(before, after)
+    assert (extra.total_us, extra.busy_us, extra.host_wait_us) == (70.0, 10.0, 50.0) and extra.mostly == "host wait"
+    assert P.extra_time(before, P.StepSplit(150.0, 140.0, 10.0)).mostly == "GPU work"
+
+
+@pytest.mark.parametrize("variant", ["baseline", "checkpoint"])
+def test_step_split_busy_time_agrees_with_the_samples_of_the_shown_trace(variant):
+    """The analyzer's busy time per step against the refresh's digest of the same steps (a separate
+    union of the GPU work each step launched); both parts fit inside the step."""
+    run = example(MEM[variant].key)
+    split = P.step_split(run)
+    digest = [s["gpu"]["busy_us"] for s in run.samples()[0]["steps"]]
+    assert split.busy_us == pytest.approx(median(digest), rel=0.02)
+    assert 0 < split.busy_us + split.host_wait_us <= split.dur_us

@@ -141,6 +141,47 @@ def step_seconds(run) -> Spread:
     return run.step_samples("dur_us", skip_first=False)
 
 
+@dataclass(frozen=True)
+class StepSplit:
+    """Medians over the shown trace's recorded steps, from the analyzer's facts of each step: its
+    length, the GPU's busy time and the time the GPU sat idle waiting on the host."""
+
+    dur_us: float
+    busy_us: float
+    host_wait_us: float
+
+
+def step_split(run) -> StepSplit:
+    from statistics import median
+
+    from ....tracefacts.facts.analysis import facts
+
+    splits = [s.time_split for s in facts(run.trace, top=0).steps if s.time_split is not None]
+    if not splits:
+        raise ValueError(f"{run.example.key}: no recorded step with GPU activity")
+    return StepSplit(median(t.span_us for t in splits), median(t.busy_us for t in splits),
+                     median(t.host_wait_us for t in splits))
+
+
+@dataclass(frozen=True)
+class ExtraTime:
+    """What a change added to a step (`after` less `before`), split into GPU work and host wait."""
+
+    total_us: float
+    busy_us: float
+    host_wait_us: float
+
+    @property
+    def mostly(self) -> str:
+        """Which of the two made most of the extra time: "host wait" or "GPU work"."""
+        return "host wait" if self.host_wait_us > self.busy_us else "GPU work"
+
+
+def extra_time(before: StepSplit, after: StepSplit) -> ExtraTime:
+    return ExtraTime(after.dur_us - before.dur_us, after.busy_us - before.busy_us,
+                     after.host_wait_us - before.host_wait_us)
+
+
 # --- shapes --------------------------------------------------------------------------------------
 
 
