@@ -205,3 +205,14 @@ def test_step_split_busy_time_agrees_with_the_samples_of_the_shown_trace(variant
     digest = [s["gpu"]["busy_us"] for s in run.samples()[0]["steps"]]
     assert split.busy_us == pytest.approx(median(digest), rel=0.02)
     assert 0 < split.busy_us + split.host_wait_us <= split.dur_us
+
+
+def test_profiler_overhead_is_the_stacks_runs_rotated_timing_and_part2_can_quote_it():
+    o = P.profiler_overhead()
+    steps = P.stack_cost(example(STACKS["foreach_false"].key)).steps
+    assert o.key == STACKS["foreach_false"].key
+    assert (o.none, o.profiled, o.stacks) == (steps["no profiler"], steps["profiler"], steps["profiler + with_stack"])
+    assert o.slowdown == pytest.approx(o.profiled.median / o.none.median)
+    sentence = P.profiler_overhead_sentence()
+    assert P.format_us(o.profiled.median) in sentence and P.format_us(o.none.median) in sentence
+    assert "a little" not in sentence

@@ -318,6 +318,53 @@ def stack_cost(run) -> StackCost:
     return StackCost(steps, doc["trace_bytes_with_stack"], doc["trace_bytes_without_stack"], doc["steps_per_trace"])
 
 
+# The run whose rotated timing measures the profiler's own cost: one training step of the guide's
+# model with AdamW(foreach=False), a Python loop of small ops, where the per-op cost shows most.
+OVERHEAD_RUN = "07_shapes_stacks/stacks_b16_s3_foreach_false"
+
+
+@dataclass(frozen=True)
+class ProfilerOverhead:
+    """One training step, synchronized, timed without the profiler, under it, and under it with
+    stacks (the snippet's rotated rounds, in one process)."""
+
+    key: str
+    none: Spread
+    profiled: Spread
+    stacks: Spread
+
+    @property
+    def slowdown(self) -> float:
+        """The profiled step's median over the unprofiled one's."""
+        return self.profiled.median / self.none.median
+
+
+def profiler_overhead(run=None) -> ProfilerOverhead:
+    """The profiler's cost on a step, measured once (Part 5's stacks run); Part 2 quotes it too."""
+    from ..helpers import example
+
+    run = run or example(OVERHEAD_RUN)
+    steps = stack_cost(run).steps
+    return ProfilerOverhead(run.example.key, steps["no profiler"], steps["profiler"], steps["profiler + with_stack"])
+
+
+def profiler_overhead_sentence() -> str:
+    """The one sentence other posts quote, checked: how much the profiler slowed this step."""
+    from ..claims import compare, worded
+
+    o = profiler_overhead()
+    return worded(
+        compare(o.profiled, o.none, what="training step", names=("profiler", "no profiler")),
+        higher=f"The profiler inflates every CPU cost (it records each op): measured in Part 5, a small training "
+               f"step of ours took **{format_us(o.profiled.median)}** under it against "
+               f"**{format_us(o.none.median)}** without it, so an unprofiled run is less CPU-heavy.",
+        indistinguishable="The profiler records each op, yet measured in Part 5 it did not measurably slow a "
+                          f"small training step of ours ({format_us(o.profiled.median)} against "
+                          f"{format_us(o.none.median)} without it).",
+        lower="The profiler records each op, yet measured in Part 5 a small training step of ours was even "
+              f"shorter under it ({format_us(o.profiled.median)} against {format_us(o.none.median)}).")
+
+
 # --- the roofline --------------------------------------------------------------------------------
 
 LABEL = re.compile(r"^(?P<role>peak compute|peak memory|kernel): (?P<name>\S+) flops=(?P<flops>\d+) bytes=(?P<bytes>\d+)$")
