@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -214,7 +214,11 @@ def rows_named(data: ProfilerTable, name: str) -> int:
     return sum(row[0] == name for row in data.rows)
 
 
-def shown_table(data: ProfilerTable, run, what: str) -> Markup:
+def shown_table(data: ProfilerTable, run, what: str, only: tuple[str, ...] = ()) -> Markup:
+    """The table as the snippet printed it; `only`: just the rows of these ops (the caption says so)."""
+    if only:
+        data = replace(data, rows=tuple(r for r in data.rows if r[0] in only))
+        what = f"{what}, the rows of {', '.join(only)} only"
     return render_table(data, caption=f"{run.example.command} — {what} — {run.caption()}")
 
 
