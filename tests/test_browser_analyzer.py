@@ -95,10 +95,11 @@ def test_bad_gzip_is_the_cli_message(content, tmp_path):
     assert out == {"error": f"bad.json.gz: {cli_error(upload)}"}
 
 
-def test_gzip_larger_than_a_tab_can_hold_is_refused_in_one_line():
-    data = gzip.compress(b" " * 5000)
+def test_gzip_larger_than_a_tab_can_hold_is_refused_in_one_line(tmp_path):
+    upload = tmp_path / "upload"
+    upload.write_bytes(gzip.compress(b" " * 5000))
     with pytest.raises(TraceError, match=r"^big\.gz: decompresses to more than 0 MB"):
-        reader.gunzip(data, "big.gz", lambda chunk: None, limit=4000)
+        reader.gunzipped_size(upload, "big.gz", limit=4000)
 
 
 def test_the_page_ships_every_module_the_reader_path_imports_and_no_other_package(tmp_path):

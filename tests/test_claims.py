@@ -1,5 +1,5 @@
-"""Claims held to the data: comparisons decided only by separated spreads, claims that fail the
-strict build with one message, samples digested from a trace, and the listing command."""
+"""Claims held to the data: claims that fail the strict build with one message, samples digested
+from a trace, and the listing command (how comparisons decide: tests/test_compare.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scripts.series.pages import claims
-from scripts.series.pages.claims import LEDGER, MIN_SAMPLES, SPREAD_PERCENTILES_FROM, claim, compare, samples, us, worded
+from scripts.series.pages.claims import LEDGER, SPREAD_PERCENTILES_FROM, claim, compare, samples, us, worded
 from scripts.series.runs.samples import first_step_values, op_values, read_extra_runs, samples_of, step_values
 from scripts.tracefacts.model.trace import build_trace
 from tests.conftest import ROOT
@@ -28,37 +28,14 @@ def fresh_ledger():
     LEDGER.clear()
 
 
-# --- comparisons ---------------------------------------------------------------------------------
-
-
-def test_separated_spreads_decide_lower_and_higher():
-    fast, slow = [10.0, 11.0, 12.0], [20.0, 21.0, 25.0]
-    assert compare(fast, slow, what="t").outcome == "lower"
-    assert compare(slow, fast, what="t").outcome == "higher"
-
-
-def test_overlapping_spreads_are_indistinguishable():
-    # medians far apart (11 against 21), but one sample of each reaches into the other's range
-    result = compare([10.0, 11.0, 22.0], [9.0, 21.0, 25.0], what="t")
-    assert result.outcome == "indistinguishable" and "overlap" in result.reason
-
-
-@pytest.mark.parametrize("n", range(1, MIN_SAMPLES))
-def test_too_few_samples_never_decide_however_far_apart(n):
-    result = compare([1.0] * n, [1e6] * 5, what="t", names=("warm", "cold"))
-    assert result.outcome == "indistinguishable" and not result.decided
-    assert f"{n} sample" in result.reason and f"needs {MIN_SAMPLES}" in result.reason
-    assert compare([1e6] * 5, [1.0] * n, what="t").outcome == "indistinguishable"
+# --- comparisons: tests/test_compare.py ----------------------------------------------------------
 
 
 def test_the_spread_is_the_range_below_ten_samples_and_p10_p90_from_there():
     few = samples([1.0, 2.0, 3.0, 100.0])
     assert (few.kind, few.low, few.high) == ("min–max", 1.0, 100.0)
-    # one outlier in twenty does not hide a difference the other nineteen show
     many = samples([10.0 + i * 0.1 for i in range(19)] + [100.0])
     assert many.n >= SPREAD_PERCENTILES_FROM and many.kind == "p10–p90" and many.high < 100.0
-    assert compare(many, [50.0 + i * 0.1 for i in range(20)], what="t").outcome == "lower"
-    assert compare(samples(few.values), [50.0, 51.0, 52.0], what="t").outcome == "indistinguishable"
 
 
 def test_spread_text_goes_through_the_one_formatter():
@@ -88,19 +65,22 @@ def test_a_failing_claim_is_marked_and_its_message_names_page_claim_numbers_and_
 
 
 def test_worded_records_which_way_the_data_went():
-    result = compare([1.0, 2.0, 3.0], [5.0, 6.0, 7.0], what="time", names=("warm", "cold"))
-    text = worded(result, lower="warm was faster", higher="cold was faster", indistinguishable="a tie")
-    assert text == "warm was faster"
+    result = compare([1.0, 2.0, 3.0] * 4, [5.0, 6.0, 7.0] * 4, what="time", names=("warm", "cold"))
+    text = worded(result, lower="warm was faster", higher="cold was faster", same="a tie")
+    assert text.startswith("warm was faster<sup") and 'href="#numbers-a"' in text  # the marker of its note
     (made,) = LEDGER.claims
-    assert made.holds and made.outcome == "lower"
-    assert {n.name for n in made.numbers} == {"time, warm", "time, cold"}
+    assert made.holds and made.outcome == "lower" and made.statement == "warm was faster"
+    assert {n.name for n in made.numbers} == {"time, warm", "time, cold", "time, warm / cold"}
 
 
-def test_an_outcome_the_page_has_no_wording_for_fails():
-    result = compare([5.0, 6.0, 7.0], [1.0, 2.0, 3.0], what="time")
-    worded(result, lower="A was faster", indistinguishable="a tie")
+def test_an_outcome_the_page_has_no_wording_for_fails_saying_what_it_expected():
+    result = compare([5.0, 6.0, 7.0] * 4, [1.0, 2.0, 3.0] * 4, what="time", names=("compiled", "eager"))
+    worded(result, lower="compiled was faster", same="a tie")
     (made,) = LEDGER.failing()
-    assert made.outcome == "higher" and "the data says higher" in made.message()
+    message = made.message()
+    assert made.outcome == "higher" and "the data says higher" in message
+    assert "expects compiled's time below eager's or compiled's time about the same as eager's" in message
+    assert "the data says compiled's time above eager's, 3×" in message
 
 
 def test_one_claim_rendered_twice_is_recorded_once():

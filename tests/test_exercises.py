@@ -84,6 +84,12 @@ def test_the_longest_launch_wait_is_the_one_the_raw_trace_gives(key, module):
     delay, name, correlation = max(waits)
     found = helper.longest_launch_wait(example(key))
     assert found.kernel == name and found.delay_us == pytest.approx(delay, abs=1e-3), key
+    # the answers say where the launch ran: the ProfilerStep whose span holds the launch call
+    start = float(calls[correlation]["ts"])
+    holding = [e["name"] for e in events if e.get("cat") == "user_annotation"
+               and e["name"].startswith("ProfilerStep#") and raw_span(e)[0] <= start < raw_span(e)[1]]
+    assert found.launch_step == (holding[0] if holding else None), key
+    assert found.launched_in == (f"in `{holding[0]}`" if holding else "outside the recorded steps")
     if key.startswith("01_matmul_add_sweep"):
         start = float(calls[correlation]["ts"])
         blocks = [e for e in events if e.get("cat") == "user_annotation" and re.fullmatch(r"\w+ n=\d+", e["name"])

@@ -107,6 +107,7 @@ def test_escaped_text_and_entities_survive(small):
     ("## A {#a}\n<!-- terms: x -->\n## A2 {#a}\n<!-- terms: y -->\n", "twice"),
     ("## A {#a}\n<!-- terms: x -->\n{{ analysis.NOT_THERE }}\n", "NOT_THERE"),
     ("## A {#a}\n<!-- terms: x -->\n{{ analysis.facts }}\n", "facts"),
+    ("## A {#a}\n<!-- terms: x -->\n{{ claims.NOT_THERE }}\n", "claims.NOT_THERE"),
 ])
 def test_a_malformed_glossary_fails_with_one_clear_line(text, message):
     with pytest.raises(glossary.GlossaryError, match=message):
@@ -126,3 +127,15 @@ def test_the_sites_glossary_defines_every_term_the_issue_lists():
                  "KERNEL_WAIT_US"):
         assert f"{{{{ analysis.{name} }}}}" in source, name
         assert f"({getattr(analysis, name):g}" not in source, f"{name}'s value pasted"
+
+
+def test_how_we_compare_quotes_the_rule_through_the_claims_constants():
+    from scripts.series.pages import claims
+
+    entry = next(e for e in glossary.load(ROOT / "docs").entries if e.id == "how-we-compare")
+    assert "not enough samples" in entry.terms
+    source = (ROOT / "docs" / glossary.PAGE).read_text()
+    for name in ("MIN_SAMPLES", "RESAMPLES", "LEVEL_PCT", "SAME_WITHIN_PCT"):
+        assert f"{{{{ claims.{name} }}}}" in source, name
+    filled = glossary.fill_constants("{{ claims.MIN_SAMPLES }} a side, {{ claims.LEVEL_PCT }}%")
+    assert filled == f"{claims.MIN_SAMPLES} a side, {claims.LEVEL_PCT}%"

@@ -143,10 +143,11 @@ def test_page_claims_all_hold_and_cover_the_findings(built_site):
         assert finding in said, finding
     outcomes = {c.outcome for c in ours}
     # findings that could go either way are worded from the data, whichever way it went
-    for either in ({"ordered", "not ordered"}, {"every shorter", "not every shorter"},
-                   {"smaller", "larger", "the same"}):
+    for either in ({"ordered", "not ordered"}, {"every shorter", "not every shorter"}):
         assert outcomes & either, either
-    assert {"lower", "higher", "indistinguishable"} & outcomes
+    # comparisons, and the gap against the series' ratio, are worded from the ratio of the medians
+    from scripts.series.pages.claims import OUTCOMES
+    assert set(OUTCOMES) & outcomes
     # every fused backend's verdict is its own claim, worded from the data
     for backend in ("efficient", "flash", "cudnn"):
         assert any(c.statement.startswith(f"{backend} ") and c.outcome for c in ours), backend
@@ -238,9 +239,8 @@ def test_frozen_naive_run_copy_window_contains_a_copy_of_its_step():
     assert window.end >= max(a.end for a in launched_here)
 
 
-def test_ratio_bounds_and_fractions():
-    a, b = samples([4.0, 5.0, 6.0]), samples([1.0, 2.0])
-    assert Q.ratio_bounds(a, b) == (2.0, 6.0)
+def test_fractions():
+    a = samples([4.0, 5.0, 6.0])
     assert Q.fractions_of(a, 2.0).values == (2.0, 2.5, 3.0)
 
 

@@ -10,9 +10,13 @@
 //               comparing / drawing; done: 0..1, or null when unknown
 //               {type: "ready", seconds} · {type: "facts", result, seconds} ·
 //               {type: "timeline", result, seconds} · {type: "diff", result, seconds} ·
-//               {type: "diff-timelines", result, seconds} · {type: "failed", message}
+//               {type: "diff-timelines", result, seconds} ·
+//               {type: "failed", message, memory: whether it ran out of memory}
 // Nothing leaves the machine: the trace is read from the file the reader chose, and the only
-// requests are for this site's own Pyodide and Python files.
+// requests are for this site's own Pyodide and Python files. What it hands the page is bounded
+// (analyzer-text.js) but for the --json objects, data the page only takes numbers and GPU names from.
+
+import { clip, clipLines, clipMarkup, oneLine } from "./analyzer-text.js";
 
 const UPLOAD = "/tmp/trace"; // where the dropped file is written, in Pyodide's in-memory file system
 const PACKAGE = "/lib/analyzer"; // holds tracefacts/<stage>/<module>.py, the analyzer package alone
@@ -97,29 +101,52 @@ async function start({ pyodide, python, modules }) {
   post({ type: "ready", seconds: seconds(began) });
 }
 
+// Python reads the dropped file at UPLOAD, which holds `buffer` itself (not a copy), and is deleted
+// once read: the page keeps the trace's events, not its bytes, and a refused file leaves nothing.
+function withUpload(buffer, call) {
+  self.pyodide.FS.writeFile(UPLOAD, new Uint8Array(buffer), { canOwn: true });
+  try {
+    return JSON.parse(call());
+  } finally {
+    self.pyodide.FS.unlink(UPLOAD);
+  }
+}
+
+// `result` with its markup, text and labels bounded, as the page will show them (here, off the
+// page's thread: a long name is cut before it is copied to the page, laid out or decoded).
+function bounded(result) {
+  for (const key of ["facts_box", "steps_table", "table", "svg"]) {
+    if (typeof result[key] === "string") result[key] = clipMarkup(result[key]);
+  }
+  if (typeof result.summary === "string") result.summary = clipLines(result.summary);
+  if (typeof result.window === "string") result.window = clip(result.window);
+  if (typeof result.error === "string") result.error = oneLine(result.error);
+  for (const role of ["before", "after"]) {
+    if (result[role] && typeof result[role].svg === "string") bounded(result[role]);
+  }
+  return result;
+}
+
 function read({ name, buffer, guide }) {
   const began = performance.now();
-  self.pyodide.FS.writeFile(UPLOAD, new Uint8Array(buffer));
   const progress = (stage, done) => post({ type: "progress", stage, done: done ?? null });
-  const result = JSON.parse(browser.read_json(UPLOAD, name, guide, progress));
+  const result = bounded(withUpload(buffer, () => browser.read_json(UPLOAD, name, guide, progress)));
   post({ type: "facts", result, seconds: seconds(began) });
   if (result.error) return;
   const drawing = performance.now();
   post({ type: "progress", stage: "drawing", done: null });
-  post({ type: "timeline", result: JSON.parse(browser.timeline_json()), seconds: seconds(drawing) });
+  post({ type: "timeline", result: bounded(JSON.parse(browser.timeline_json())), seconds: seconds(drawing) });
 }
 
-// The same file path as `read`: writing it frees the first trace's bytes (its events are read).
 function compare({ name, buffer, guide }) {
   const began = performance.now();
-  self.pyodide.FS.writeFile(UPLOAD, new Uint8Array(buffer));
   const progress = (stage, done) => post({ type: "progress", stage, done: done ?? null });
-  const result = JSON.parse(browser.compare_json(UPLOAD, name, guide, progress));
+  const result = bounded(withUpload(buffer, () => browser.compare_json(UPLOAD, name, guide, progress)));
   post({ type: "diff", result, seconds: seconds(began) });
   if (result.error) return;
   const drawing = performance.now();
   post({ type: "progress", stage: "drawing", done: null });
-  post({ type: "diff-timelines", result: JSON.parse(browser.compare_timelines_json()), seconds: seconds(drawing) });
+  post({ type: "diff-timelines", result: bounded(JSON.parse(browser.compare_timelines_json())), seconds: seconds(drawing) });
 }
 
 self.onmessage = async ({ data }) => {
@@ -128,9 +155,24 @@ self.onmessage = async ({ data }) => {
     else if (data.type === "read") read(data);
     else if (data.type === "compare") compare(data);
   } catch (error) {
-    // Not a problem with the trace (read_json says those): Pyodide could not start, or Python
-    // itself failed (out of memory). The page starts a new worker for the next try.
-    const lines = String((error && error.message) || error).trim().split("\n");
-    post({ type: "failed", message: lines[0].startsWith("Traceback") ? lines[lines.length - 1] : lines[0] });
+    // Not a problem with the trace (read_json says those): Pyodide could not start, or Python or
+    // the answer's way to the page failed (out of memory). The page starts a new worker next time.
+    post({ type: "failed", message: reason(error), memory: outOfMemory(error) });
   }
 };
+
+// An exception's one line: a Python one's type and message (its traceback and notes dropped).
+function reason(error) {
+  const lines = String((error && error.message) || error).trim().split("\n");
+  const type = error && error.type; // a PythonError's exception class
+  const line = (type && lines.findLast((l) => l.startsWith(`${type}:`) || l === type)) ||
+    (lines[0].startsWith("Traceback") ? lines[lines.length - 1] : lines[0]);
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+}
+
+// WebAssembly's, JavaScript's and Python's ways of saying that memory ran out.
+function outOfMemory(error) {
+  return (error && error.type === "MemoryError") ||
+    /out of memory|MemoryError|Cannot enlarge memory|allocation failed|Invalid (string|array|typed array) length/i
+      .test(String((error && error.message) || error));
+}

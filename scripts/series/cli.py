@@ -122,6 +122,7 @@ def list_claims(site: str | None) -> int:
     import tempfile
     from pathlib import Path
 
+    from ..tracefacts.model.names import shown
     from .pages.claims import listing_text, read_listing
     from .mkdocs_glue.ledger import LISTING
 
@@ -139,8 +140,9 @@ def list_claims(site: str | None) -> int:
         path = Path(site) / LISTING
         try:
             claims, problems = read_listing(path)
-        except (OSError, ValueError, KeyError) as err:
-            print(f"error: {path}: cannot read the claims listing ({err})", file=sys.stderr)
+        except (OSError, ValueError) as err:
+            why = err.strerror or err if isinstance(err, OSError) else err
+            print(f"error: {shown(path)}: cannot read the claims listing ({why})", file=sys.stderr)
             return 2
     print(listing_text(claims, problems))
     return 1 if problems or any(not c.holds for c in claims) else 0

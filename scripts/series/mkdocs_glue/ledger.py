@@ -1,5 +1,6 @@
 """MkDocs glue for scripts.series.pages.claims: which page the claims are made on, one message per claim that
-does not hold (and per run a page uses without its buttons), and site/claims.json.
+does not hold (and per run a page uses without its buttons, and per comparison two pages answer
+differently), the notes under each page (the numbers behind its comparisons), and site/claims.json.
 
 Like the stale-artifact check, a strict build fails with one message (a PluginError listing every
 problem, one line each), and `mkdocs serve` warns instead. A strict build cannot rely on warnings
@@ -43,19 +44,21 @@ def on_pre_build(config):
 
 
 def on_page_markdown(markdown, page, config, **kwargs):
-    LEDGER.page = page_id(page, config)
+    LEDGER.start_page(page_id(page, config))
     return markdown
 
 
 def on_page_content(html, page, config, **kwargs):
+    here = page_id(page, config)
     if not config.strict:  # a strict build reports them all at the end, in one message
-        for message in LEDGER.page_problems(page_id(page, config)):
+        for message in LEDGER.page_problems(here):
             log.warning(message)
     LEDGER.page = ""
-    return html
+    return html + LEDGER.notes_html(here)  # the notes the page's markers point to, at its foot
 
 
 def on_post_build(config):
+    LEDGER.site_problems += LEDGER.contradictions()  # one question, one answer, site-wide
     listing = Path(config.site_dir) / LISTING
     listing.write_text(json.dumps(LEDGER.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if config.strict:

@@ -87,7 +87,7 @@ def shipped_modules() -> tuple[str, ...]:
 
 
 def widget() -> Markup:
-    """The drop zone, the progress line and the places for the facts box, the per-step table, the
+    """The drop zone, the progress line (with a Stop button) and the places for the facts box, the per-step table, the
     timeline and the summary; a second drop zone for a trace to compare with the first, and the
     places for the comparison; and the script that runs them. Without the vendored Pyodide (a
     non-strict build: `mkdocs serve` before `make pyodide`), a notice instead."""
@@ -118,9 +118,11 @@ def widget() -> Markup:
                          "accept": ACCEPT, "multiple": True}),
              h("button", {"type": "button", "class": "md-button analyzer-preload"},
                "Load the analyzer now"))
+    # Stop: shown while the analyzer works (it ends the worker; the next drop starts another).
     status = h("div", {"class": "analyzer-status", "role": "status", "hidden": True},
                h("progress", {"class": "analyzer-progress", "max": 1}), " ",
-               h("span", {"class": "analyzer-stage"}))
+               h("span", {"class": "analyzer-stage"}),
+               h("button", {"type": "button", "class": "md-button analyzer-stop", "hidden": True}, "Stop"))
     error = h("p", {"class": "analyzer-error", "role": "alert", "hidden": True})
     output = h("div", {"class": "analyzer-output", "hidden": True},
                h("p", {"class": "analyzer-title"}),

@@ -30,7 +30,7 @@ URL = "guide/glossary/"
 
 _HEADING = re.compile(r"^## (?P<title>.+?) \{#(?P<id>[a-z0-9][a-z0-9-]*)\}\s*$")
 _TERMS = re.compile(r"^<!-- terms: (?P<terms>.+?) -->\s*$")
-_CONSTANT = re.compile(r"\{\{\s*analysis\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_CONSTANT = re.compile(r"\{\{\s*(?P<module>analysis|claims)\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 class GlossaryError(ValueError):
@@ -46,14 +46,19 @@ class Entry:
 
 
 def fill_constants(text: str) -> str:
-    """`{{ analysis.<NAME> }}` replaced by the value of that constant of scripts.tracefacts.facts.analysis."""
+    """`{{ analysis.<NAME> }}` replaced by the value of that constant of scripts.tracefacts.facts.analysis,
+    `{{ claims.<NAME> }}` by that of scripts.series.pages.claims (how the pages compare runs)."""
     from ...tracefacts.facts import analysis
+    from . import claims
+
+    modules = {"analysis": (analysis, "scripts/tracefacts/facts/analysis.py"),
+               "claims": (claims, "scripts/series/pages/claims.py")}
 
     def value(match: re.Match) -> str:
-        name = match.group("name")
-        number = getattr(analysis, name, None)
+        name, (module, path) = match.group("name"), modules[match.group("module")]
+        number = getattr(module, name, None)
         if not name.isupper() or isinstance(number, bool) or not isinstance(number, (int, float)):
-            raise GlossaryError(f"{PAGE}: {{{{ analysis.{name} }}}} is not a numeric constant of scripts/tracefacts/facts/analysis.py")
+            raise GlossaryError(f"{PAGE}: {{{{ {match.group('module')}.{name} }}}} is not a numeric constant of {path}")
         return f"{number:g}"
 
     return _CONSTANT.sub(value, text)

@@ -251,7 +251,8 @@ class Run:
 
         values = step_values(self.samples(), field, skip_first=skip_first)
         unit = "" if field == "gpu.kernels" else "us"
-        return samples(values, unit, f"{field} per step", [self.example.key])
+        return samples(values, unit, STEP_FIELDS.get(field, f"{field} per step") + _after_first(skip_first),
+                       [self.example.key])
 
     def first_step_samples(self, field: str = "dur_us"):
         """A Spread of one step field of each run's first recorded step (one value per run)."""
@@ -259,7 +260,8 @@ class Run:
         from ..runs.samples import first_step_values
 
         values = first_step_values(self.samples(), field)
-        return samples(values, "" if field == "gpu.kernels" else "us", f"{field} of the first step", [self.example.key])
+        return samples(values, "" if field == "gpu.kernels" else "us",
+                       f"{STEP_FIELDS.get(field, field)} of each run's first recorded step", [self.example.key])
 
     def op_samples(self, name: str, field: str, *, skip_first: bool):
         """A Spread of an op's (or label's) `first_us`, `total_us` or `count`, one value per
@@ -268,7 +270,21 @@ class Run:
         from ..runs.samples import op_values
 
         values = op_values(self.samples(), name, field, skip_first=skip_first)
-        return samples(values, "" if field == "count" else "us", f"{name} {field}", [self.example.key])
+        return samples(values, "" if field == "count" else "us",
+                       f"{name}, {OP_FIELDS.get(field, field)}" + _after_first(skip_first), [self.example.key])
+
+
+# How the samples' labels (the notes under a page, and the key of a comparison) name the fields
+# of scripts.series.runs.samples' digests.
+STEP_FIELDS = {"dur_us": "step length", "gpu.busy_us": "GPU busy time per step", "gpu.kernels": "kernels per step"}
+OP_FIELDS = {"first_us": "time from the step's start to its first call", "total_us": "time per step",
+             "count": "calls per step"}
+
+
+def _after_first(skip_first: bool) -> str:
+    """What a Spread's label adds when each run's first recorded step is left out: the comparisons
+    are registered by their samples' labels (scripts.series.pages.claims.Ledger.answer)."""
+    return ", steps after each run's first" if skip_first else ""
 
 
 _runs: dict[tuple, Run] = {}

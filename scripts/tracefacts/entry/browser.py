@@ -13,8 +13,14 @@ is compared with the one on the page as `analyze.py BEFORE AFTER --diff` compare
 both steady steps on one time scale by `scripts.series.pages.render.diff_timeline_svg`). Those modules are
 imported only then: the first drop does not wait for them.
 
-Standard library only, and no thread: Pyodide has none. A gzip file is therefore decompressed
-here, with zlib, before the parser sees it (today's parser decompresses ahead in a thread).
+Standard library only, and no thread: Pyodide has none (the parser then decompresses gzip inline).
+A gzip file is measured before it is read: decompressed once, a chunk at a time and kept nowhere,
+to refuse a gzip bomb before it costs memory (a WebAssembly page's memory never shrinks). The
+worker deletes the file it wrote once these functions return.
+
+Every function the worker calls answers JSON text, never an exception: a failure anywhere (reading,
+analyzing, rendering, serializing) is {"error": one line naming the file}. An answer too long for
+the page (a name of hundreds of megabytes) is refused in one line too.
 """
 
 from __future__ import annotations
@@ -27,18 +33,28 @@ from pathlib import Path
 
 from ..facts.analysis import TOP_KERNELS, TraceFacts, facts, steady_step, summary_text
 from .cli import strict_json
+from .console import LINE_MAX, one_line
 from ..pictures.markup import Markup, h, td, th
 from ..pictures.markup import table as html_table
+from ..model.names import bounded
 from ..model.units import format_us
 from ..pictures.facts_box import FACTS_GUIDE, render_facts_box
 from ..pictures.profiler_table import scrolling_table
 from ..model.trace import Trace, TraceError, load_trace, select_window
+from ..reading.text import _gunzipped
 
 GZIP_MAGIC = b"\x1f\x8b"
 # A WebAssembly page has at most 4 GiB, and the trace's events take about as much memory as its
 # JSON text: a larger text cannot be analyzed in a browser tab.
 MAX_TEXT_BYTES = 1 << 30
-_GUNZIP_STEP = 16 << 20  # decompressed bytes produced per call, so the limit is checked as it grows
+# Deflate expands at most 1032 times (zlib's FAQ): a smaller gzip file cannot pass the limit, so it
+# is not measured first.
+DEFLATE_MAX_RATIO = 1032
+# The longest answer handed to the page: a JavaScript string holds at most 2**29 - 24 characters
+# (V8), and the worker parses the answer and copies it to the page. Real answers are far shorter
+# (megabytes for thousands of steps); a longer one comes from names of hundreds of megabytes.
+MAX_ANSWER_CHARS = 128_000_000
+MAX_ERROR_CHARS = LINE_MAX  # an error line quotes what failed; a name in it is cut there (console.one_line)
 
 # stage, and the share done (None: unknown); the page turns them into words and a bar.
 Progress = Callable[[str, "float | None"], None]
@@ -93,7 +109,7 @@ def steps_table(steps: list[dict]) -> Markup | None:
         split = step.get("time_split") or {}
         delay = step["launches"].get("delay_p50_us")
         rows.append([
-            th("#" + step["label"].rsplit("#", 1)[-1], {"scope": "row"}),
+            th("#" + bounded(step["label"].rsplit("#", 1)[-1]), {"scope": "row"}),
             td(format_us(step["dur_us"]), num),
             td(_percent(step["cpu_busy_pct"]), num),
             td(_percent(step["window_busy_pct"]), num),
@@ -108,52 +124,45 @@ def steps_table(steps: list[dict]) -> Markup | None:
                            "per-step facts", searchable=False)
 
 
-def gunzip(data: bytes, name: str, write: Callable[[bytes], object],
-           limit: int = MAX_TEXT_BYTES) -> int:
-    """Decompress gzip `data` (several members and zero padding allowed, as GzipFile reads
-    them) into `write`, without a thread; returns the size written. TraceError with one line if
-    it is corrupt, truncated or larger than `limit`."""
-    size, rest = 0, data
+def gunzipped_size(path: Path, name: str, limit: int = MAX_TEXT_BYTES) -> int | None:
+    """The size of the gzip file at `path` once decompressed, measured without keeping it: a chunk
+    at a time, as the parser will read it (several members, zero padding). TraceError, one line,
+    as soon as it passes `limit`; None for data that is truncated or corrupt (the parser says so,
+    in the command line's words)."""
+    size = 0
     try:
-        while True:
-            member = zlib.decompressobj(wbits=31)
-            pending = rest
-            while not member.eof:
-                chunk = member.decompress(pending, _GUNZIP_STEP)
-                pending = member.unconsumed_tail
-                if not chunk and not pending:
-                    raise EOFError  # all of it read, and the member is not finished
+        with path.open("rb") as handle:
+            for chunk in _gunzipped(handle.read):
                 size += len(chunk)
                 if size > limit:
-                    raise TraceError(f"{name}: decompresses to more than {limit >> 20} MB, more "
-                                     "than a browser tab can analyze: use the command line")
-                write(chunk)
-            rest = member.unused_data.lstrip(b"\0")
-            if not rest:
-                return size
-            if not rest.startswith(GZIP_MAGIC):
-                raise zlib.error("not a gzip member")
-    except (EOFError, zlib.error):
-        raise TraceError(f"{name}: gzip data is truncated or corrupt") from None
+                    raise too_large(name, "decompresses to", limit)
+    except (EOFError, OSError, zlib.error):
+        return None
+    return size
+
+
+def too_large(name: str, what: str, limit: int = MAX_TEXT_BYTES) -> TraceError:
+    return TraceError(f"{name}: {what} more than {limit >> 20} MB, more than a browser tab can "
+                      "analyze: use the command line")
 
 
 def read(path: str | Path, name: str, progress: Progress | None = None,
-         top: int | None = TOP_KERNELS) -> Report:
+         top: int | None = TOP_KERNELS, limit: int = MAX_TEXT_BYTES) -> Report:
     """Analyze the trace file at `path` (in Pyodide's file system), calling it `name` in what it
     says, its facts listing `top` GPU activities; TraceError, one line naming `name`, for a file
-    it cannot analyze."""
+    it cannot analyze or whose text is larger than `limit`. Nothing is written: the parser reads
+    gzip itself, a chunk at a time."""
     path = Path(path)
     tell = progress or (lambda stage, done: None)
     try:
         with path.open("rb") as handle:
             gzipped = handle.read(2) == GZIP_MAGIC
-        if gzipped:
+        size = path.stat().st_size
+        if gzipped and size * DEFLATE_MAX_RATIO > limit:
             tell("decompressing", None)
-            text = path.with_name(path.name + ".json")
-            with text.open("wb") as out:
-                gunzip(path.read_bytes(), name, out.write)
-            path.unlink()  # the page holds one trace: keep one copy of it in memory
-            path = text
+            gunzipped_size(path, name, limit)
+        elif not gzipped and size > limit:
+            raise too_large(name, "holds", limit)
         trace = load_trace(path, progress=lambda done, total: tell("reading", done / max(total, 1)))
         trace.source = name
         tell("computing", None)
@@ -162,11 +171,38 @@ def read(path: str | Path, name: str, progress: Progress | None = None,
         message = str(err)
         if message.startswith(f"{path}:"):  # the parser names the file by its path here
             message = name + message[len(str(path)):]
-        raise TraceError(" ".join(message.split())) from None
+        raise TraceError(one_line(message)) from None
     except MemoryError:
         raise TraceError(f"{name}: too large to analyze in this browser tab: use the command line") from None
     except Exception as err:  # a file that breaks the analysis is still a bad input (as in analyze.py)
-        raise TraceError(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})") from None
+        raise TraceError(one_line(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})")) from None
+
+
+def answer(name: str, parts: Callable[[], dict[str, object]], what: str = "its results") -> str:
+    """The JSON object of `parts()`, each part serialized as the command line does (strict_json),
+    or {"error": one line naming `name` and `what` failed} whatever fails while they are made or
+    serialized: the worker's error boundary. Parts are joined as text, so that the largest (the
+    facts) is serialized once, and checked one at a time against MAX_ANSWER_CHARS."""
+    try:
+        pieces = ["{"]
+        for key, value in parts().items():
+            pieces += [", " if len(pieces) > 1 else "", json.dumps(key), ": ", strict_json(value)]
+            if sum(map(len, pieces)) + 1 > MAX_ANSWER_CHARS:
+                raise TraceError(f"{name}: too long to show on this page ({what} would be more than "
+                                 f"{MAX_ANSWER_CHARS // 1_000_000} million characters: names in it are that long): "
+                                 "use the command line")
+        return "".join(pieces + ["}"])
+    except TraceError as err:
+        return error(str(err))
+    except MemoryError:
+        return error(f"{name}: too large to show in this browser tab (out of memory making {what}): "
+                     "use the command line")
+    except Exception as err:
+        return error(f"{name}: cannot show {what} ({type(err).__name__}: {err})")
+
+
+def error(message: str) -> str:
+    return json.dumps({"error": one_line(message)})
 
 
 # --- what the worker calls: JSON text in, JSON text out, never an exception -----------------------
@@ -183,23 +219,21 @@ def read_json(path: str, name: str, guide_href: str = FACTS_GUIDE,
     try:
         report = read(path, name, progress)
     except TraceError as err:
-        return json.dumps({"error": str(err)})
-    _current = report
-    return json.dumps({"facts": json.loads(strict_json(report.facts.to_dict())),
-                       "facts_box": report.facts_box(guide_href), "steps_table": report.steps_table(),
-                       "summary": report.summary()})
+        return error(str(err))
+    out = answer(name, lambda: {"facts": report.facts.to_dict(), "facts_box": report.facts_box(guide_href),
+                                "steps_table": report.steps_table(), "summary": report.summary()})
+    if not out.startswith('{"error"'):  # shown: its timeline can be drawn
+        _current = report
+    return out
 
 
 def timeline_json() -> str:
     """{"svg": the annotated timeline, "window": what it shows}, or {"error": one line}."""
     if _current is None:
-        return json.dumps({"error": "no trace has been read"})
-    try:
-        svg = _current.timeline()
-    except Exception as err:  # the facts are shown already: say why the picture is not
-        return json.dumps({"error": f"{_current.trace.source}: cannot draw the timeline "
-                                    f"({type(err).__name__}: {err})"})
-    return json.dumps({"svg": svg, "window": select_window(_current.trace).label})
+        return error("no trace has been read")
+    name = _current.trace.source  # the facts are shown already: an error says why the picture is not
+    return answer(name, lambda: {"svg": _current.timeline(), "window": bounded(select_window(_current.trace).label)},
+                  "its timeline")
 
 
 # --- before and after: a second trace compared with the one on the page ---------------------------
@@ -215,11 +249,11 @@ def compare_json(path: str, name: str, guide_href: str = FACTS_GUIDE,
     global _after
     _after = None
     if _current is None:
-        return json.dumps({"error": "no trace has been read to compare with"})
+        return error("no trace has been read to compare with")
     try:
         after = read(path, name, progress, top=None)
     except TraceError as err:
-        return json.dumps({"error": str(err)})
+        return error(str(err))
     (progress or (lambda stage, done: None))("comparing", None)
     from ..facts.diff import diff
     from ..pictures.comparison import comparison_html
@@ -228,13 +262,15 @@ def compare_json(path: str, name: str, guide_href: str = FACTS_GUIDE,
     try:
         result = diff(before.all_facts(), after.facts)
     except Exception as err:  # each side was analyzed, so it is the pair that cannot be compared
-        return json.dumps({"error": f"{before.trace.source} and {name}: cannot compare these traces "
-                                    f"({type(err).__name__}: {err})"})
-    _after = after
-    caption = (f"{before.trace.source} → {name}, whole traces "
+        return error(f"{before.trace.source} and {name}: cannot compare these traces "
+                     f"({type(err).__name__}: {err})")
+    caption = (f"{bounded(before.trace.source)} → {bounded(name)}, whole traces "
                "(per ProfilerStep: means over their steps)")
-    return json.dumps({"diff": json.loads(strict_json(result.to_dict())),
-                       "table": comparison_html(result, caption, guide_href)})
+    out = answer(f"{before.trace.source} and {name}", lambda: {
+        "diff": result.to_dict(), "table": comparison_html(result, caption, guide_href)}, "their comparison")
+    if not out.startswith('{"error"'):
+        _after = after
+    return out
 
 
 def compare_timelines_json() -> str:
@@ -243,18 +279,20 @@ def compare_timelines_json() -> str:
     {"before": {"svg", "window"}, "after": {...}, "span": the scale's width, formatted}, or
     {"error": one line}."""
     if _current is None or _after is None:
-        return json.dumps({"error": "no pair of traces has been compared"})
+        return error("no pair of traces has been compared")
     from ..pictures.comparison import diff_timeline_svg
     from ..pictures.timeline.draw import shared_span_us
 
     pair = {"before": _current, "after": _after}
-    try:
+
+    def drawn() -> dict:
         windows = {role: select_window(r.trace, step=steady_step(r.trace)) for role, r in pair.items()}
         span = shared_span_us(*windows.values())
-        drawn = {role: {"svg": diff_timeline_svg(r.trace, windows[role], span,
-                                                 f"{role.capitalize()}: {r.trace.source}"),
-                        "window": windows[role].label}
-                 for role, r in pair.items()}
-    except Exception as err:  # the deltas are shown already: say why the pictures are not
-        return json.dumps({"error": f"cannot draw the timelines ({type(err).__name__}: {err})"})
-    return json.dumps({**drawn, "span": format_us(span)})
+        return {**{role: {"svg": diff_timeline_svg(r.trace, windows[role], span,
+                                                    f"{role.capitalize()}: {r.trace.source}"),
+                          "window": bounded(windows[role].label)}
+                   for role, r in pair.items()},
+                "span": format_us(span)}
+
+    # the deltas are shown already: an error says why the pictures are not
+    return answer(f"{_current.trace.source} and {_after.trace.source}", drawn, "their timelines")

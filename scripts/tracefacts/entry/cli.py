@@ -18,6 +18,8 @@ import argparse
 import json
 import math
 import os
+import re
+import stat
 import sys
 from pathlib import Path
 
@@ -25,10 +27,11 @@ from ..facts.analysis import (COLUMN_KINDS, TraceFacts, facts, focus_window,
                         steady_step, summary_text)
 from .beside import Beside
 from ..facts.blocks import blocks_json, blocks_of, blocks_text
-from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, printable,
-                      run_main, unescaped)
+from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, one_line, print_utf8,
+                      printable, run_main, unescaped)
 from ..facts.details import details, details_json, details_lines, needs_op_args
 from ..model.columnar.heap import map_large_blocks
+from ..model.names import shown
 from ..model.trace import Trace, TraceError, Window, load_trace, paused_gc, select_window
 
 # From this many events on, large arrays get mappings of their own once the trace is read
@@ -99,7 +102,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--diff compares exactly two traces, BEFORE AFTER (got {len(args.traces)})")
     if args.diff and args.blocks:
         parser.error("--diff and --blocks cannot be combined")
-    if args.traces != [STDIN] and any(p != STDIN and p.is_dir() for p in args.traces):
+    if args.traces != [STDIN] and any(p != STDIN and _is_dir(p) for p in args.traces):
         args.ranks = True
     if args.ranks:
         clashing = [flag for flag, on in (("--diff", args.diff), ("--svg", args.svg), ("--blocks", args.blocks),
@@ -123,22 +126,22 @@ def _trace_arg(text: str) -> TracePath:
 
 
 def _workers_arg(text: str) -> int:
-    try:
-        workers = int(text)
-        if workers < 1:
-            raise ValueError
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes, 1 or more, got {text!r}") from None
-    return workers
+    if not re.fullmatch("[0-9]{1,6}", text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, 1 or more, got {_quoted(text)}")
+    return int(text)
 
 
 def _step_arg(text: str) -> int | str:
     if text == STEADY:
         return STEADY
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a step number or '{STEADY}', got {text!r}") from None
+    if not re.fullmatch("[0-9]{1,18}", text):  # ASCII digits: int() would take ' 3', '٣', '3_0'
+        raise argparse.ArgumentTypeError(f"expected a step number or '{STEADY}', got {_quoted(text)}")
+    return int(text)
+
+
+def _quoted(text: str) -> str:
+    """An argument as an error quotes it: printable, bounded."""
+    return repr(shown(text, 60))
 
 
 def _window_arg(text: str) -> tuple[float, float]:
@@ -148,10 +151,10 @@ def _window_arg(text: str) -> tuple[float, float]:
             raise ValueError
         window = float(start), float(end)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected START:END in microseconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected START:END in microseconds, got {_quoted(text)}") from None
     if not all(map(math.isfinite, window)) or window[1] <= window[0]:
         raise argparse.ArgumentTypeError(f"expected START:END in microseconds with finite START "
-                                         f"before END, got {text!r}")
+                                         f"before END, got {_quoted(text)}")
     return window
 
 
@@ -199,7 +202,7 @@ def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Pa
             return _fail(problem)
     if args.json:
         blocks = {} if found is None else {"blocks": blocks_json(found)}
-        print(strict_json({**trace_facts.to_dict(), **details_json(extra), **blocks}))
+        print_utf8(strict_json({**trace_facts.to_dict(), **details_json(extra), **blocks}))
     else:
         print(("\n" if number else "") + summary_text(trace_facts))
         if extra is not None:
@@ -242,7 +245,8 @@ def _bad_input(path: TracePath, err: Exception) -> int:
     if not isinstance(err, TraceError):
         if os.environ.get(DEBUG_ENV):
             raise err
-        return _fail(f"{display_name(path)}: cannot analyze this trace ({type(err).__name__}: {err})")
+        return _fail(f"{shown(display_name(path))}: cannot analyze this trace "
+                     f"({type(err).__name__}: {err})")
     message = str(err)
     if path == STDIN and message.startswith(f"{STDIN}:"):
         message = STDIN_NAME + message[len(STDIN):]
@@ -271,7 +275,10 @@ def _diff(args: argparse.Namespace) -> int:
             status = _diff_timelines(args, sides)
             if status:
                 return status
-    print(strict_json(result.to_dict()) if args.json else diff_text(result))
+    if args.json:
+        print_utf8(strict_json(result.to_dict()))
+    else:
+        print(diff_text(result))
     return 0
 
 
@@ -289,7 +296,10 @@ def _ranks(args: argparse.Namespace) -> int:
         if os.environ.get(DEBUG_ENV):
             raise
         return _fail(f"cannot analyze these ranks ({type(err).__name__}: {err})")
-    print(strict_json(report.to_dict()) if args.json else report_text(report))
+    if args.json:
+        print_utf8(strict_json(report.to_dict()))
+    else:
+        print(report_text(report))
     return 0
 
 
@@ -321,10 +331,25 @@ def _diff_timelines(args: argparse.Namespace, sides: list) -> int:
     return 0
 
 
+# What JSON text may hold raw but a terminal or a JavaScript string must not: DEL, C1 controls,
+# the line and paragraph separators, bidirectional overrides; and lone surrogates, which UTF-8
+# cannot encode. JSON's own escapes take the C0 controls.
+_JSON_ESCAPED = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
 def strict_json(value) -> str:
     """One line of JSON that any parser accepts: NaN and infinities (which a trace may hold)
-    become null instead of the bare NaN and Infinity that json.dumps writes."""
-    return json.dumps(_finite(value), allow_nan=False)
+    become null instead of the bare NaN and Infinity that json.dumps writes. Names as they
+    are, in full (an 'é' is one character, not the six of '\\u00e9'), but for the characters
+    of _JSON_ESCAPED, as \\u escapes: the text is safe on a terminal and encodes as UTF-8."""
+    text = json.dumps(_finite(value), allow_nan=False, ensure_ascii=False)
+    if text.isascii():
+        return text
+    return _JSON_ESCAPED.sub(_json_escape, text)
+
+
+def _json_escape(found: re.Match) -> str:
+    return f"\\u{ord(found.group()):04x}"
 
 
 def _finite(value):
@@ -345,8 +370,17 @@ def _check_overlap(window: tuple[float, float], trace: Trace) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether `path` is a directory; False where it cannot be looked at (a name too long, no
+    permission): reading it then says why."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _svg_paths(out: Path, traces: list[TracePath]) -> dict[TracePath, Path]:
@@ -384,29 +418,85 @@ def _unwritable(out: Path, several: bool) -> str | None:
     """What stops --svg OUT from being written, found before any trace is read (which can take
     long); None if nothing visible does. With several traces OUT is a directory, made if missing;
     either way OUT's parent must exist."""
-    if several and out.exists() and not out.is_dir():
-        return f"--svg {out}: not a directory (with several traces OUT is the directory to write to)"
-    if not several and out.is_dir():
-        return f"--svg {out}: is a directory (with one trace OUT is the .svg file to write)"
-    parent = out.parent
-    if not parent.is_dir():
-        what = "is not a directory" if parent.exists() else "does not exist"
-        return f"--svg {out}: its directory {parent} {what}"
-    target = out if out.exists() else parent  # what gets written: the file, or the folder
-    if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
-        return f"--svg {out}: {target} is not writable (permission denied)"
+    try:
+        if several and out.exists() and not out.is_dir():
+            return f"--svg {shown(out)}: not a directory (with several traces OUT is the directory to write to)"
+        if not several and out.is_dir():
+            return f"--svg {shown(out)}: is a directory (with one trace OUT is the .svg file to write)"
+        parent = out.parent
+        if not parent.is_dir():
+            what = "is not a directory" if parent.exists() else "does not exist"
+            return f"--svg {shown(out)}: its directory {shown(parent)} {what}"
+        target = out if out.exists() else parent  # what gets written: the file, or the folder
+        if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+            return f"--svg {shown(out)}: {shown(target)} is not writable (permission denied)"
+    except OSError as err:  # a name too long, a loop of links, ...
+        return f"--svg {shown(out)}: cannot be written ({_reason(err)})"
     return None
+
+
+def _reason(err: OSError) -> str:
+    """An OSError in words: the system's ('File name too long')."""
+    return err.strerror or str(err)
 
 
 def _write(out: Path, svg: str) -> str | None:
-    """Write one timeline; None, or the line that says why it could not be."""
+    """Write one timeline; None, or the line that says why it could not be written. A file is
+    written atomically: into a temporary file beside it, then renamed over it, so that a reader
+    never sees half a picture (nor an old one half overwritten); what is no file (a pipe,
+    /dev/stdout) is written in place."""
     try:
         out.parent.mkdir(exist_ok=True)  # the folder of several timelines
-        out.write_text(svg, encoding="utf-8")
+        try:
+            found = os.stat(out)  # through a link: its target is what gets replaced
+        except FileNotFoundError:
+            found = None
+        if found is not None and not stat.S_ISREG(found.st_mode):
+            _write_in_place(out, svg)
+        else:
+            _write_atomically(Path(os.path.realpath(out)) if found else out, svg,
+                              stat.S_IMODE(found.st_mode) if found else _new_file_mode())
     except OSError as err:
-        return f"--svg {out}: cannot write ({err.strerror or err})"
-    print(f"wrote {out}", file=sys.stderr)
+        return f"--svg {shown(out)}: cannot write ({_reason(err)})"
+    print(f"wrote {shown(out)}", file=sys.stderr)
     return None
+
+
+def _write_in_place(out: Path, text: str) -> None:
+    with open(out, "w", encoding="utf-8") as file:
+        file.write(text)
+
+
+def _write_atomically(out: Path, text: str, mode: int) -> None:
+    """`text` into `out` by a temporary file in its folder renamed over it, with `mode`. A folder
+    that takes no new file, where `out` is a file that may be written: in place."""
+    import tempfile  # only --svg writes a file
+
+    try:
+        handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name[:64]}.", suffix=".tmp")
+    except PermissionError:
+        if not out.exists():
+            raise
+        _write_in_place(out, text)
+        return
+    try:
+        with open(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(temporary, mode)  # mkstemp's is 0600
+        os.replace(temporary, out)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _new_file_mode() -> int:
+    """The mode open() gives a new file: 0666 less the umask (read, and set back, at once)."""
+    umask = os.umask(0o22)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _progress_printer(path: TracePath):

@@ -8,8 +8,10 @@ traceback.
   from a trace cannot move the cursor, clear the screen or retitle the terminal.
 - A reader that stops early (`| head`) ends the program quietly with status 141, as SIGPIPE
   ends `cat`: `set -o pipefail` scripts see what they see for any other tool.
-- An output that cannot be written, Ctrl-C (status 130) and an unexpected error (status 70,
-  EX_SOFTWARE; SCRIPTS_DEBUG=1 shows its traceback) each give one line on stderr.
+- An output that cannot be written (standard output closed, `>&-`, included: status 2), Ctrl-C
+  (status 130) and an unexpected error (status 70, EX_SOFTWARE; SCRIPTS_DEBUG=1 shows its
+  traceback) each give one line on stderr, at most LINE_MAX characters; with standard error
+  closed (`2>&-`) the status alone says it.
 
 Standard library only: cli.py, on the GPU refresh path, imports it.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import errno
 import io
 import os
 import sys
@@ -30,6 +33,9 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug, not the user's input
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program stopped by Ctrl-C
 EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, as a shell reports `cat` when its reader went away
 DEBUG_ENV = "SCRIPTS_DEBUG"
+LINE_MAX = 1000  # the most characters of a message line (a path may have thousands)
+STDOUT, STDERR = "standard output", "standard error"  # the streams' names in messages
+_UTF8_CHUNK = 1 << 20  # characters of a long text encoded at a time (not all of it at once)
 
 # A stream of lines: its own newlines and tabs are layout, the rest is escaped.
 _STREAM_ESCAPES = {c: e for c, e in FIELD_ESCAPES.items() if chr(c) not in "\n\t"}
@@ -61,12 +67,32 @@ class OutputStopped(BaseException):
         self.error = error
 
 
+class _Closed:
+    """What a closed standard stream (`>&-`: Python's sys.stdout is None) writes to: nothing.
+    Standard output fails each write, as a closed descriptor does; standard error, where the
+    messages would go, takes them to nowhere (the exit status still tells)."""
+
+    def __init__(self, silent: bool):
+        self.silent = silent
+
+    def write(self, text: str) -> int:
+        if self.silent:
+            return len(text)
+        raise OSError(errno.EBADF, "it is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+
 class _Guarded:
     """sys.stdout or sys.stderr, with control characters escaped and write errors raised as
     OutputStopped naming the stream."""
 
     def __init__(self, stream, label: str):
-        self._stream = stream
+        self._stream = _Closed(silent=label == STDERR) if stream is None else stream
         self.label = label
 
     def write(self, text: str) -> int:
@@ -75,6 +101,14 @@ class _Guarded:
         except OSError as err:
             raise OutputStopped(self, err) from None
         return len(text)
+
+    def write_utf8(self, text: str) -> None:
+        """`text` (its own escaping: JSON) and a new line, as UTF-8 whatever the locale, a part
+        at a time, not through the escaping copy."""
+        try:
+            _write_utf8(self._stream, text)
+        except OSError as err:
+            raise OutputStopped(self, err) from None
 
     def flush(self) -> None:
         try:
@@ -87,6 +121,38 @@ class _Guarded:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def print_utf8(text: str) -> None:
+    """Print a line of text that is its own escaping (JSON, which names every control character
+    by a \\u escape) to standard output, as UTF-8 whatever the locale: JSON's encoding, and one
+    byte for each ASCII character of a name of megabytes, two for an 'é'."""
+    stream = sys.stdout
+    if isinstance(stream, _Guarded):
+        stream.write_utf8(text)
+    else:
+        _write_utf8(stream, text)
+
+
+def _write_utf8(stream, text: str) -> None:
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:  # a text stream only (StringIO)
+        stream.write(text + "\n")
+        return
+    stream.flush()  # what was written as text first
+    for start in range(0, len(text), _UTF8_CHUNK):
+        buffer.write(text[start:start + _UTF8_CHUNK].encode("utf-8", "backslashreplace"))
+    buffer.write(b"\n")
+    buffer.flush()
+
+
+def one_line(message: str) -> str:
+    """A message as one line: each run of spaces and new lines one space, at most LINE_MAX
+    characters (of a longer one, the start and the end, where the reason is)."""
+    text = " ".join(message.split())
+    if len(text) <= LINE_MAX:
+        return text
+    return f"{text[:LINE_MAX * 2 // 3]} … ({len(text):,} characters) … {text[-LINE_MAX // 4:]}"
 
 
 def unescaped(stream):
@@ -104,7 +170,7 @@ def call(main: Callable[[], int | None]) -> int:
     """main()'s exit status, with sys.stdout and sys.stderr guarded meanwhile (and restored)."""
     saved = sys.stdout, sys.stderr
     errors = [_set_errors(stream, _ERRORS) for stream in saved]
-    sys.stdout, sys.stderr = _Guarded(saved[0], "standard output"), _Guarded(saved[1], "standard error")
+    sys.stdout, sys.stderr = _Guarded(saved[0], STDOUT), _Guarded(saved[1], STDERR)
     try:
         return _call(main)
     finally:
@@ -138,7 +204,7 @@ def _call(main: Callable[[], int | None]) -> int:
     except Exception as err:
         if os.environ.get(DEBUG_ENV):
             raise
-        _say(f"error: unexpected {type(err).__name__}: {' '.join(str(err).split())} "
+        _say(f"error: unexpected {type(err).__name__}: {one_line(str(err))} "
              f"(a bug; {DEBUG_ENV}=1 shows the traceback)")
         return EXIT_INTERNAL
 
@@ -175,7 +241,17 @@ def _set_errors(stream, errors: str) -> str | None:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser with a usage error in one line: the usage is one --help away."""
+    """argparse's parser with a usage error in one line: the usage is one --help away. An
+    option given `--` as its value (`--svg=--`), which argparse reads as no value at all,
+    is refused."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, rest = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            if action.option_strings and action.nargs is None and getattr(parsed, action.dest, None) == []:
+                self.error(f"argument {'/'.join(action.option_strings)}: expected one value, "
+                           "got '--' (a file named '--': ./--)")
+        return parsed, rest

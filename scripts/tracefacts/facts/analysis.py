@@ -42,7 +42,7 @@ from .index import TraceIndex, kernel_kind  # noqa: F401
 from .text import _ms, short_name, summary_text  # noqa: F401
 from .window import (hta_scope_breakdown, hta_scope_end, time_split,  # noqa: F401
                      top_kernels, verdict, window_facts)
-from ..model.trace import Trace, Window, paused_gc, select_window
+from ..model.trace import Trace, Window, paused_gc, select_window, step_number
 
 # --- the engine ----------------------------------------------------------------------------------
 
@@ -98,9 +98,9 @@ def steady_step(trace: Trace) -> int | None:
     middle ones, then the earlier). With one step, that one; None without numbered steps."""
     durations: dict[int, float] = {}
     for step in trace.steps:
-        number = step.name.removeprefix("ProfilerStep#")
-        if number.isdigit():
-            durations[int(number)] = max(durations.get(int(number), 0.0), step.dur)
+        number = step_number(step.name)
+        if number is not None:
+            durations[number] = max(durations.get(number, 0.0), step.dur)
     if not durations:
         return None
     numbers = sorted(durations)
@@ -135,5 +135,6 @@ def _notes(trace: Trace, index: TraceIndex) -> list[str]:
     if len(index.devices) > 1:
         notes.append(f"{len(index.devices)} GPUs in one trace: busy percentages are averaged over "
                      "them; the temporal breakdown merges them, as HTA does per trace file")
+    notes += trace.reading_notes
     return notes
 

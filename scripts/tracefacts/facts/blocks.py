@@ -15,11 +15,14 @@ from dataclasses import asdict, dataclass
 # GAP_MIN_US: idle stretches shorter than this are not gaps (one definition, in analysis)
 from .analysis import GAP_MIN_US, WindowFacts, facts_of_windows
 from ..model.intervals import gaps, total
+from ..model.names import text_lines
 from ..model.trace import Trace, TraceError, Window
 
-SWEEP_BLOCK = re.compile(r"^(eager|compile|graph) n=(\d+)$")
-PEAK_BLOCK = re.compile(r"^peak n=(\d+)$")
-LLM_STEP = re.compile(r"^(prefill|decode) b=(\d+)$")
+# Sizes and batches in ASCII digits, nine at most: int() reads them all ("\\d" would take any
+# script's digits, "$" a newline after them).
+SWEEP_BLOCK = re.compile(r"(eager|compile|graph) n=([0-9]{1,9})\Z")
+PEAK_BLOCK = re.compile(r"peak n=([0-9]{1,9})\Z")
+LLM_STEP = re.compile(r"(prefill|decode) b=([0-9]{1,9})\Z")
 
 
 def matmul_add_flops(n: int) -> int:
@@ -126,7 +129,7 @@ def sweep(trace: Trace) -> Sweep:
     if not blocks or len(peaks) != 1:
         raise TraceError(f"{trace.source or 'trace'}: not a sweep (needs `{{mode}} n={{size}}` "
                          "annotations and one `peak n={size}`)")
-    step_events = sorted(_annotations(trace, re.compile(r"^step$")), key=lambda e: e.ts)
+    step_events = sorted(_annotations(trace, re.compile(r"step\Z")), key=lambda e: e.ts)
     step_starts = [e.ts for e in step_events]
     windows = [Window(e.ts, e.end, e.name) for e in [peaks[0], *blocks]]
     peak_facts, *block_facts = facts_of_windows(trace, windows)
@@ -181,7 +184,7 @@ def sweep_steps(trace: Trace) -> dict[str, tuple[SweepStep, ...]]:
     blocks = _annotations(trace, SWEEP_BLOCK)
     if not blocks:
         raise TraceError(f"{trace.source or 'trace'}: not a sweep (no `{{mode}} n={{size}}` annotations)")
-    steps = sorted(_annotations(trace, re.compile(r"^step$")), key=lambda e: e.ts)
+    steps = sorted(_annotations(trace, re.compile(r"step\Z")), key=lambda e: e.ts)
     work = launched_in(trace, [Window(e.ts, e.end, "step") for e in steps])
     starts = [e.ts for e in steps]
     result = {}
@@ -321,7 +324,7 @@ def blocks_text(found: Sweep | list[BatchFacts]) -> str:
                          f"{p.wall_us_per_step:>8.1f}us {p.gpu_us_per_step:>8.1f}us "
                          f"{p.gpu_busy_pct:>5.1f}% {p.tflops:>9.3g} "
                          f"{found.share_of_peak(p):>7.2g}%  {p.verdict}")
-        return "\n".join(lines)
+        return text_lines(lines)
     lines = [f"steps: one line per batch size; per second: new tokens (decode) or prompts (prefill); "
              f"gaps: GPU idle stretches of {GAP_MIN_US:g} us or more",
              f"  {'phase':>7} {'batch':>6} {'ms/step':>8} {'per second':>10} {'busy':>6} {'idle ms':>8} "
@@ -330,7 +333,7 @@ def blocks_text(found: Sweep | list[BatchFacts]) -> str:
         lines.append(f"  {b.phase:>7} {b.batch:>6} {b.ms_per_step:>8.2f} {b.tokens_per_s:>10,.0f} "
                      f"{b.gpu_busy_pct:>5.1f}% {b.idle_ms_per_step:>8.2f} {b.gaps_per_step:>6.0f} "
                      f"{b.launches_per_step:>8.0f}  {b.verdict}")
-    return "\n".join(lines)
+    return text_lines(lines)
 
 
 # --- the costliest GPU activities of a batch size's steps ---------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from statistics import mean
 
+from ..model.names import bounded, shown, text_lines
 from .analysis import (GAP_MIN_US, Gap, TraceFacts, Verdict, WindowFacts, _ms, rounded,
                        short_name)
 
@@ -199,11 +200,14 @@ def _kernel_changes(b: WindowFacts, a: WindowFacts, top: int
     return [of(n) for n in added[:top]], [of(n) for n in removed[:top]], changed[:top]
 
 
+def _gpus(names: list[str]) -> str:
+    return ", ".join(map(bounded, names)) or "none named"
+
+
 def _notes(before: TraceFacts, after: TraceFacts, steps_b: PerStep, steps_a: PerStep) -> list[str]:
     notes = []
     if sorted(before.gpus) != sorted(after.gpus):
-        notes.append(f"the traces ran on different GPUs ({', '.join(before.gpus) or 'none named'}; "
-                     f"{', '.join(after.gpus) or 'none named'})")
+        notes.append(f"the traces ran on different GPUs ({_gpus(before.gpus)}; {_gpus(after.gpus)})")
     if not (steps_b.steps and steps_a.steps):
         notes.append("per-step values need ProfilerSteps inside both windows")
     elif steps_b.steps != steps_a.steps:
@@ -294,8 +298,8 @@ def change_text(x: Delta, unit: str, us=_ms) -> str:
 
 def diff_text(d: TraceDiff) -> str:
     """The diff as readable lines: one row per fact, before, after and the change."""
-    lines = [f"before: {d.before.source or 'trace'} ({d.before.window})",
-             f"after:  {d.after.source or 'trace'} ({d.after.window})",
+    lines = [f"before: {shown(d.before.source or 'trace')} ({shown(d.before.window)})",
+             f"after:  {shown(d.after.source or 'trace')} ({shown(d.after.window)})",
              f"verdict: {d.before.verdict.label} → {d.after.verdict.label}"
              + (" (changed)" if d.verdict_changed else " (unchanged)"),
              f"  before: {d.before.verdict.reason}",
@@ -314,7 +318,7 @@ def diff_text(d: TraceDiff) -> str:
                   f"{k.count.before:6,.0f} → {k.count.after:<6,.0f}  {short_name(k.name)}"
                   for k in kernels]
     lines += [f"note: {note}" for note in d.notes]
-    return "\n".join(lines)
+    return text_lines(lines)
 
 
 def kernel_lists(d: TraceDiff) -> list[tuple[str, list[KernelDelta]]]:

@@ -162,7 +162,7 @@ def _by_device(trace: Trace) -> dict[str, list[_Sample]]:
 
 def _device_order(name: str) -> tuple:
     kind, _, number = name.partition(":")
-    return (kind == "cpu", kind, int(number) if number.isdigit() else -1)
+    return (kind == "cpu", kind, int(number) if number.isascii() and number.isdigit() else -1)
 
 
 # --- the facts ---------------------------------------------------------------------------------
@@ -314,10 +314,12 @@ def format_bytes(count: int | float) -> str:
 
 
 def memory_text(memory: MemoryFacts) -> list[str]:
-    """The memory section of the analyzer's summary (names escaped by the caller's printer)."""
+    """The memory section of the analyzer's summary (names bounded here, escaped by the
+    caller's printer)."""
+    from ..model.names import bounded
     from ..model.units import format_us
 
-    lines = [f"memory ([memory] events of profile_memory=True, in {memory.label}):"]
+    lines = [f"memory ([memory] events of profile_memory=True, in {bounded(memory.label)}):"]
     for d in memory.devices:
         lines.append(
             f"  {d.device}: {d.allocations:,} allocations ({format_bytes(d.allocated_bytes)}), "
@@ -325,7 +327,7 @@ def memory_text(memory: MemoryFacts) -> list[str]:
             f"{format_bytes(d.start_allocated)} at the start, {format_bytes(d.end_allocated)} at "
             f"the end (net {'+' if d.net_bytes >= 0 else ''}{format_bytes(d.net_bytes)})")
         where = ("held from before the window" if d.peak_from_before else
-                 f"at {format_us(d.peak_us)}" + (f", in {d.peak_op}" if d.peak_op else ""))
+                 f"at {format_us(d.peak_us)}" + (f", in {bounded(d.peak_op)}" if d.peak_op else ""))
         peak = f"    peak allocated {format_bytes(d.peak_allocated)} {where}"
         if d.peak_reserved:
             peak += (f"; peak reserved {format_bytes(d.peak_reserved)} at "
@@ -335,5 +337,5 @@ def memory_text(memory: MemoryFacts) -> list[str]:
             life = "not freed in the trace" if a.freed_us is None else \
                 f"freed {format_us(a.lifetime_us)} later"
             lines.append(f"    {format_bytes(a.bytes):>12} at {format_us(a.ts_us)}"
-                         + (f" in {a.op}" if a.op else "") + f", {life}")
+                         + (f" in {bounded(a.op)}" if a.op else "") + f", {life}")
     return lines

@@ -421,25 +421,27 @@ def _commonest_op(ops: OpRows | None, nesting: _Nesting | None, items: _Items,
 
 
 def op_text(facts: OpFacts) -> list[str]:
-    """The shapes and stacks sections of the analyzer's summary."""
+    """The shapes and stacks sections of the analyzer's summary (names bounded here, escaped
+    by the caller's printer)."""
+    from ..model.names import bounded
     from ..model.units import format_us
 
     lines = []
     if facts.shapes:
-        lines.append(f"ops by input shape (record_shapes=True), in {facts.label}, by self time:")
+        lines.append(f"ops by input shape (record_shapes=True), in {bounded(facts.label)}, by self time:")
         lines.append(f"  {'self':>6}  {'self time':>10}  {'total':>10}  {'count':>6}  name  "
                      "input dims  input types")
         for s in facts.shapes:
             lines.append(f"  {s.self_share_pct:5.1f}%  {format_us(s.self_us):>10}  "
-                         f"{format_us(s.total_us):>10}  {s.count:6,}  {s.name}  "
-                         f"{s.input_dims or '-'}  {s.input_types or '-'}")
+                         f"{format_us(s.total_us):>10}  {s.count:6,}  {bounded(s.name)}  "
+                         f"{bounded(s.input_dims or '-')}  {bounded(s.input_types or '-')}")
     if facts.sources:
         what = ("GPU activities" if facts.sources[0].kind != "cpu_op" else
                 "CPU ops, by self time")
-        lines.append(f"where the top {what} came from (with_stack=True), in {facts.label}:")
+        lines.append(f"where the top {what} came from (with_stack=True), in {bounded(facts.label)}:")
         for s in facts.sources:
-            via = f" via {s.op}" if s.op else ""
+            via = f" via {bounded(s.op)}" if s.op else ""
             lines.append(f"  {s.share_pct:5.1f}%  {format_us(s.total_us):>10}  {s.count:6,}  "
                          f"{short_name(s.name)}{via}")
-            lines.append(f"          <- {s.frame or '(no user frame)'}")
+            lines.append(f"          <- {bounded(s.frame or '(no user frame)')}")
     return lines

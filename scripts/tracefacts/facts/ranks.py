@@ -41,7 +41,7 @@ from pathlib import Path
 from statistics import median
 
 from .analysis import _ms, kernel_kind
-from ..model.names import printable
+from ..model.names import shown, text_lines
 from ..model.intervals import Merged, covered, intersection, union_of_times
 from ..model.trace import Trace, TraceError, load_trace
 
@@ -49,7 +49,7 @@ from ..model.trace import Trace, TraceError, load_trace
 _HOST_COLLECTIVE = re.compile(r"^(gloo|mpi|ucc):")
 # Host operators that launch or enqueue a collective: neither its time nor compute.
 _COLLECTIVE_LAUNCH = re.compile(r"^(c10d::|record_param_comms|nccl:|gloo:|mpi:|ucc:)")
-_RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.I)
+_RANK_IN_NAME = re.compile(r"rank[_-]?([0-9]{1,9})", re.I)
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = (".meta.json", ".samples.json")  # the refresh's metadata beside frozen traces
 
@@ -113,11 +113,15 @@ def facts_of_rank(trace: Trace) -> RankFacts:
     info = trace.metadata.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
     base = trace.metadata.get("baseTimeNanoseconds")
+    if base is not None and not (type(base) is int and 0 <= base < 1 << 63):
+        raise TraceError(f"{shown(trace.source)}: baseTimeNanoseconds is not a time in "
+                         "nanoseconds (an integer from 0 to 2^63)")
+    size = info.get("world_size")
     return RankFacts(
         source=trace.source, rank=trace.rank if trace.rank is not None else _rank_from_name(trace.source),
-        world_size=info.get("world_size") if isinstance(info.get("world_size"), int) else None,
+        world_size=size if type(size) is int and 0 < size < 1 << 31 else None,
         backend=str(info["backend"]) if info.get("backend") is not None else None,
-        measured=measured, base_time_ns=base if isinstance(base, int) else None,
+        measured=measured, base_time_ns=base,
         origin_us=trace.origin_us, end_us=trace.end_us,
         comm_us=totals[0], compute_us=totals[1], overlap_us=totals[2],
         steps=steps, collectives=tuple(collectives))
@@ -168,14 +172,22 @@ def rank_files(paths: list[Path]) -> list[Path]:
     """The trace files named, a directory standing for the traces directly inside it."""
     files = []
     for path in paths:
-        if path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except OSError:  # a name too long: read later, which says so
+            is_dir = False
+        if not is_dir:
+            files.append(path)
+            continue
+        try:
             inside = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES)
                             and not p.name.endswith(NOT_TRACES))
-            if not inside:
-                raise TraceError(f"{path}: no .json or .json.gz trace in this directory")
-            files += inside
-        else:
-            files.append(path)
+        except OSError as err:  # a name too long, no permission to list it
+            raise TraceError(f"{shown(path)}: cannot read this directory "
+                             f"({err.strerror or err})") from None
+        if not inside:
+            raise TraceError(f"{shown(path)}: no .json or .json.gz trace in this directory")
+        files += inside
     return files
 
 
@@ -312,7 +324,7 @@ def report_text(report: RanksReport) -> str:
     for row in report.ranks:
         pct = "-" if row.overlap_pct is None else f"{row.overlap_pct:.1f}%"
         lines.append(f"{row.rank:>4}  {_ms(row.comm_us):>10}  {_ms(row.compute_us):>10}  {pct:>8}  "
-                     f"{_ms(row.wait_us):>10}  {_ms(row.offset_us):>10}  {printable(Path(row.source).name)}")
+                     f"{_ms(row.wait_us):>10}  {_ms(row.offset_us):>10}  {shown(Path(row.source).name)}")
     measured = sorted({row.measured for row in report.ranks})
     lines.append(f"communication: {', '.join(measured)}; overlap: share of it during compute "
                  f"(HTA's definition); waiting: in collectives, for the last rank to enter "
@@ -325,6 +337,6 @@ def report_text(report: RanksReport) -> str:
                 said = f"entered the step's last collective {_ms(step.behind_us)} after the first rank"
             else:
                 said = f"its step {_ms(step.behind_us)} longer than the median of the others"
-            lines.append(f"  {printable(step.name)}: rank {step.slowest}, {said} (steps: {lengths})")
+            lines.append(f"  {shown(step.name)}: rank {step.slowest}, {said} (steps: {lengths})")
     lines += [f"note: {note}" for note in report.notes]
-    return "\n".join(lines)
+    return text_lines(lines)

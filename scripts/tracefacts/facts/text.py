@@ -1,13 +1,18 @@
-"""The facts as readable lines (`summary_text`), and the one name shortener (`short_name`)."""
+"""The facts as readable lines (`summary_text`), and the one name shortener (`short_name`).
+Every name from the trace in a line is shown bounded (scripts/tracefacts/model/names.py), and
+each line is made printable as the lines are joined: no name can start a line of its own."""
 
 from __future__ import annotations
 
+from ..model.names import shown, text_lines
 from .terms import NO_GPU, LaunchStats, TemporalBreakdown, TraceFacts, WindowFacts
+
+STEP_NUMBER_SHOWN = 24  # characters of a step's number in the per-step table
 
 def summary_text(trace_facts: TraceFacts) -> str:
     """The facts as readable lines."""
     f = trace_facts
-    lines = [f"trace: {f.source or 'trace'}" + _trace_tags(f)]
+    lines = [f"trace: {shown(f.source or 'trace')}" + _trace_tags(f)]
     lines.append(f"events: {f.events:,} over {_ms(f.duration_us)}; {len(f.steps)} ProfilerSteps")
     lines += _window_lines(f.window)
     if f.temporal_breakdown is not None:
@@ -17,12 +22,12 @@ def summary_text(trace_facts: TraceFacts) -> str:
     if f.steps:
         lines += _steps_table(f.steps)
     lines += [f"note: {note}" for note in f.notes]
-    return "\n".join(lines)
+    return text_lines(lines)
 
 
 def _trace_tags(f: TraceFacts) -> str:
     tags = [f"rank {f.rank}"] if f.rank is not None else []
-    tags += sorted(set(f.gpus))
+    tags += sorted(set(map(shown, f.gpus)))
     return f" ({', '.join(tags)})" if tags else ""
 
 
@@ -33,7 +38,7 @@ def _ms(us: float) -> str:
 
 
 def _window_lines(w: WindowFacts) -> list[str]:
-    lines = [f"window: {w.label} ({_ms(w.start_us)} to {_ms(w.end_us)}, {_ms(w.dur_us)})"]
+    lines = [f"window: {shown(w.label)} ({_ms(w.start_us)} to {_ms(w.end_us)}, {_ms(w.dur_us)})"]
     lines.append(f"  verdict: {w.verdict.label}: {w.verdict.reason}")
     s = w.time_split
     if s is None:
@@ -80,7 +85,7 @@ def _window_lines(w: WindowFacts) -> list[str]:
 def _launch_lines(launches: LaunchStats) -> list[str]:
     if not launches.launches:
         return []
-    apis = ", ".join(f"{api} {n:,}" for api, n in launches.by_api.items())
+    apis = ", ".join(f"{shown(api)} {n:,}" for api, n in launches.by_api.items())
     return [
         f"  launches: {launches.launches:,} ({apis}); HTA's launch statistics see "
         f"{launches.hta_counts:,} of them",
@@ -99,7 +104,7 @@ def _steps_table(steps: list[WindowFacts]) -> list[str]:
              f"  {'step':>6}  {'duration':>10}  {'CPU busy':>8}  {'GPU busy':>8}  "
              f"{'host wait':>9}  {'stalled':>7}  {'launches':>8}  {'delay p50':>9}  verdict"]
     for s in steps:
-        number = s.label.rsplit("#", 1)[-1]
+        number = shown(s.label.rsplit("#", 1)[-1], STEP_NUMBER_SHOWN)
         x = s.time_split
         idle = (f"{x.host_wait_pct:8.1f}%  {x.stalled_pct:6.1f}%" if x else
                 f"{'-':>9}  {'-':>7}")
@@ -110,8 +115,15 @@ def _steps_table(steps: list[WindowFacts]) -> list[str]:
     return lines
 
 
+# A name longer than this is shortened from its start only: shortening reads it a character
+# at a time, and a trace may hold a name of megabytes.
+SHORTENED_MAX = 4096
+
+
 def short_name(name: str, width: int = 80) -> str:
-    """A C++ kernel name without template and function arguments, as HTA shortens names."""
+    """A C++ kernel name without template and function arguments, as HTA shortens names; at
+    most `width` characters (what is cut: an ellipsis)."""
+    name = name[:SHORTENED_MAX]
     if "<" in name or "(" in name:
         depth, kept = 0, []
         for char in name.replace("->", ""):

@@ -22,6 +22,7 @@ from .terms import (GAP_MIN_US, GPU_BOUND, HTA_LAUNCH_APIS, MIXED, NO_GPU, OVERH
 from .index import GAP_CATEGORIES, TraceIndex, kept, where
 from .text import _ms
 from ..model.intervals import Merged, covered, union_of_arrays
+from ..model.names import bounded
 from ..model.columnar.orders import has_nan
 from ..model.trace import Trace, Window
 
@@ -229,7 +230,7 @@ def hta_scope_breakdown(index: TraceIndex) -> TemporalBreakdown | None:
 
 
 def _hta_scope(index: TraceIndex) -> str:
-    return f"launched before {index.trace.steps[-1].name} began (HTA drops the last step)"
+    return f"launched before {bounded(index.trace.steps[-1].name)} began (HTA drops the last step)"
 
 
 def _idle_by_stream(index: TraceIndex, window: Window) -> list[StreamIdle]:

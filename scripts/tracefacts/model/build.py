@@ -5,9 +5,11 @@ the Events, Instants and skipped columns of `scripts.tracefacts.model.records`, 
 from __future__ import annotations
 
 import json
+import math
 import struct
 import zlib
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from itertools import chain, compress, repeat
 from operator import and_, attrgetter, is_not, not_, sub, truth
@@ -26,11 +28,57 @@ from .records import (_ARGLESS_KINDS, _NO_ARGS, GPU_ACTIVITY_KINDS, KEPT_ARGS,
 _ID_KINDS = LAUNCH_KINDS | GPU_ACTIVITY_KINDS
 
 
+# A time (ts, dur) larger than this many us is no clock's: a Unix time in us is 1.7e15, in ns
+# 1.7e18. An event with a time beyond it, NaN, infinite, or not a number is left out (and said in
+# a note): one kernel at 1e300 would otherwise make every share of the trace 0.
+MAX_TIME_US = 1e20
+
+
 def _number(value, default=0.0) -> float:
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
+
+
+def _time(value) -> float | None:
+    """A time as the trace gives it (a number, or the text of one), None where it is not a
+    usable one: missing, of another type (a bool, a list), NaN, infinite, beyond MAX_TIME_US."""
+    if value is None or value.__class__ is bool:
+        return None
+    found = _number(value, None)
+    return found if found is not None and -MAX_TIME_US <= found <= MAX_TIME_US else None
+
+
+def _usable_rows(starts: list[float], durations: list[float]) -> list[bool] | None:
+    """None where every row's start and duration are usable times (as a rule: told by a sum, a
+    min and a max at C speed); else whether each row's are. Durations are not negative here
+    (clamped at 0): their sum bounds each of them, and is NaN if one is."""
+    if not starts:
+        return None
+    total = sum(durations)
+    if (0.0 <= total <= MAX_TIME_US and -MAX_TIME_US <= min(starts) and max(starts) <= MAX_TIME_US
+            and math.isfinite(sum(starts))):
+        return None
+    return [-MAX_TIME_US <= start <= MAX_TIME_US and 0.0 <= dur <= MAX_TIME_US
+            for start, dur in zip(starts, durations)]
+
+
+def _ids_of(values: list) -> list:
+    """pid or tid values as keys: ints and strings as they are (as a rule all of them); any other
+    JSON value (a list, an object, null, a bool) by its JSON text, so that it names one lane."""
+    if {int, str}.issuperset(map(type, values)):
+        return values
+    return list(map(_id, values))
+
+
+def _id(value):
+    if value.__class__ in (int, str, float) and value == value:  # NaN: no key finds it again
+        return value
+    try:
+        return json.dumps(value)
+    except ValueError:  # NaN, infinities
+        return str(value)
 
 
 class _Builder:
@@ -62,6 +110,8 @@ class _Builder:
         self.process_names: dict = {}
         self.thread_names: dict = {}
         self.raw_count = 0
+        self.unusable: Counter = Counter()  # kind -> complete events left out for their times
+        self.begun: list[dict] = []  # `B` and `E` events, paired into complete ones at the end
         # Caches: the same names, categories and ids repeat thousands of times; one object each.
         self.strings: dict[str, str] = {}  # text -> the one copy kept
         self.ids: dict = {}  # pid/tid -> the one object kept (of those the compiled path gives)
@@ -101,40 +151,77 @@ class _Builder:
             return
         ph = raw.get("ph")
         if ph == "X":
-            ts = _number(raw.get("ts"), None)
+            self._add_complete_raw(raw)
+        elif ph in ("B", "E"):
+            self.begun.append(raw)
+        elif ph == "M":
+            args = raw.get("args")
+            name = _label(args.get("name")) if isinstance(args, dict) else ""
+            if raw.get("name") == "process_name":
+                self.process_names[_id(raw.get("pid"))] = name
+            elif raw.get("name") == "thread_name":
+                self.thread_names[(_id(raw.get("pid")), _id(raw.get("tid")))] = name
+        elif ph in ("i", "I"):
+            ts = _time(raw.get("ts"))
             if ts is None:
                 return
-            name, cat = str(raw.get("name", "")), str(raw.get("cat", ""))
-            kind = _kind(cat, name)
-            if kind in self.skip_kinds:
-                self._commit_skipped([(kind, [ts], [max(_number(raw.get("dur")), 0.0)])])
-                if kind in self.columns_of:
-                    kept = _kept_args(raw.get("args"))
-                    self._commit_columns(kind, [self._intern(name)], [raw.get("pid", 0)],
-                                         [raw.get("tid", 0)], [op_values(raw.get("args"))],
-                                         [kept.get("correlation")], [kept])
-                return
-            correlation, args = None, _NO_ARGS
-            if kind in self.keep_args:
-                args = _whole_args(raw.get("args"))
-            elif kind not in _ARGLESS_KINDS:
-                correlation, args = self._shared(_kept_args(raw.get("args")))
-            self.events.append(Event(
-                self._intern(name), kind, self._intern(cat), ts,
-                max(_number(raw.get("dur")), 0.0), raw.get("pid", 0), raw.get("tid", 0),
-                args, correlation))
-        elif ph == "M":
-            args = raw.get("args") or {}
-            if raw.get("name") == "process_name":
-                self.process_names[raw.get("pid")] = str(args.get("name", ""))
-            elif raw.get("name") == "thread_name":
-                self.thread_names[(raw.get("pid"), raw.get("tid"))] = str(args.get("name", ""))
-        elif ph in ("i", "I"):
+            args = raw.get("args")
             self.instants.append(Instant(
-                name=str(raw.get("name", "")), cat=str(raw.get("cat", "")),
-                ts=_number(raw.get("ts")), pid=raw.get("pid", 0), tid=raw.get("tid", 0),
-                args=raw.get("args") or {},
+                name=_label(raw.get("name")), cat=_label(raw.get("cat")),
+                ts=ts, pid=_id(raw.get("pid", 0)), tid=_id(raw.get("tid", 0)),
+                args=args if isinstance(args, dict) else {},
             ))
+
+    def _add_complete_raw(self, raw: dict) -> None:
+        name, cat = _label(raw.get("name")), _label(raw.get("cat"))
+        kind = _kind(cat, name)
+        ts, dur = _time(raw.get("ts")), raw.get("dur")
+        dur = 0.0 if dur is None else _time(dur)
+        if ts is None or dur is None:
+            self.unusable[kind] += 1
+            return
+        dur = max(dur, 0.0)
+        pid, tid = _id(raw.get("pid", 0)), _id(raw.get("tid", 0))
+        if kind in self.skip_kinds:
+            self._commit_skipped([(kind, [ts], [dur])])
+            if kind in self.columns_of:
+                kept = _kept_args(raw.get("args"))
+                self._commit_columns(kind, [self._intern(name)], [pid], [tid],
+                                     [op_values(raw.get("args"))], [kept.get("correlation")], [kept])
+            return
+        correlation, args = None, _NO_ARGS
+        if kind in self.keep_args:
+            args = _whole_args(raw.get("args"))
+        elif kind not in _ARGLESS_KINDS:
+            correlation, args = self._shared(_kept_args(raw.get("args")))
+        self.events.append(Event(self._intern(name), kind, self._intern(cat), ts, dur, pid, tid,
+                                 args, correlation))
+
+    def _pair_begun(self) -> int:
+        """Each `B` event with the `E` that ends it (the latest `B` not yet ended on its pid and
+        tid, in time order, as trace viewers pair them) as one complete event: its name,
+        category and args (with the `E`'s args added), from the `B`'s start to the `E`'s. The
+        number of `B` and `E` events left without their other half."""
+        begun, self.begun = self.begun, []
+        timed = [(ts, i, raw) for i, raw in enumerate(begun) if (ts := _time(raw.get("ts"))) is not None]
+        unusable = len(begun) - len(timed)
+        timed.sort(key=lambda item: item[:2])  # by time, in file order among equal times
+        open_by_lane: dict[tuple, list] = {}
+        for ts, _, raw in timed:
+            lane = open_by_lane.setdefault((_id(raw.get("pid", 0)), _id(raw.get("tid", 0))), [])
+            if raw.get("ph") == "B":
+                lane.append((ts, raw))
+            elif lane:
+                start, first = lane.pop()
+                args = first.get("args")
+                args = dict(args) if isinstance(args, dict) else {}
+                if isinstance(raw.get("args"), dict):
+                    args.update(raw["args"])
+                self._add_complete_raw({**first, "ph": "X", "ts": start, "dur": ts - start,
+                                        "args": args})
+            else:
+                unusable += 1
+        return unusable + sum(map(len, open_by_lane.values()))
 
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
@@ -159,6 +246,13 @@ class _Builder:
                      starts: list[float], durations: list[float], bodies: list) -> None:
         """Complete events read as columns (see `scripts.tracefacts.reading.events.EventSink`: one string object per
         name already), whole columns at a time."""
+        usable = _usable_rows(starts, durations)
+        if usable is not None:
+            self._count_unusable(cats, names, usable)
+            cats, names, pids, tids, starts, durations, bodies = (
+                list(compress(column, usable))
+                for column in (cats, names, pids, tids, starts, durations, bodies))
+        pids, tids = _ids_of(pids), _ids_of(tids)
         kinds, distinct = self._kinds(cats, names)
         column = _args_column(kinds, bodies)
         correlations = self._split(column)
@@ -186,6 +280,12 @@ class _Builder:
         the args objects (`args`), only of the kinds that keep some (never whole args: a sink
         with keep_args gets no compiled path, scripts.tracefacts.reading.msgspec_events.runs_for); and the CPU ops'
         OP_ARGS where they are kept as columns (`raw_args`: as JSON text)."""
+        usable = _usable_rows(starts, durations)
+        if usable is not None:
+            self._count_unusable(cats, names, usable)
+            cats, names, pids, tids, starts, durations, args = (
+                list(compress(column, usable))
+                for column in (cats, names, pids, tids, starts, durations, args))
         kinds, distinct = self._kinds(cats, names)
         column = [_NO_ARGS] * len(kinds)
         correlations: list = [None] * len(kinds)
@@ -289,8 +389,19 @@ class _Builder:
     def add_times(self, cats: list[str], starts: list[float], durations: list[float]) -> None:
         """Complete events of `times_only_cats`, as columns."""
         self.raw_count += len(cats)
+        usable = _usable_rows(starts, durations)
+        if usable is not None:
+            self._count_unusable(cats, cats, usable)
+            cats, starts, durations = (list(compress(column, usable))
+                                       for column in (cats, starts, durations))
         self._commit_skipped(_by_key(list(map(KIND_BY_CATEGORY.__getitem__, cats)), starts,
                                      durations))
+
+    def _count_unusable(self, cats: list[str], names: list[str], usable: list[bool]) -> None:
+        """Count the rows left out for their times, by kind."""
+        left = list(map(not_, usable))
+        self.unusable.update(_kind(cat, name) for cat, name in zip(compress(cats, left),
+                                                                   compress(names, left)))
 
     def add_unread(self, count: int) -> None:
         self.raw_count += count
@@ -325,8 +436,13 @@ class _Builder:
         return kind
 
     def finish(self, metadata: dict) -> Trace:
+        unpaired = self._pair_begun() if self.begun else 0
         events = self.events
         if not events and not self.skipped and self.raw_count and not self.instants:
+            if self.unusable:
+                raise TraceError(f"{self.source or 'trace'}: none of its complete ('X') events has "
+                                 "a usable start and duration (a number, finite, at most "
+                                 f"{MAX_TIME_US:g} us)")
             raise TraceError(
                 f"{self.source or 'trace'}: chrome trace has no complete ('X') events to analyze")
         starts = [min(map(attrgetter("ts"), events))] if events else []
@@ -354,7 +470,20 @@ class _Builder:
         return Trace(events=events, instants=self.instants, metadata=metadata,
                      process_names=self.process_names, thread_names=self.thread_names,
                      origin_us=origin, source=self.source, skipped=skipped,
-                     op_args=bool(self.op_args))
+                     op_args=bool(self.op_args), reading_notes=self._notes(unpaired))
+
+    def _notes(self, unpaired: int) -> list[str]:
+        """What the reading left out, in words for the facts' notes."""
+        notes = []
+        if self.unusable:
+            kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(self.unusable.items()))
+            notes.append(f"{_count(sum(self.unusable.values()), 'complete event')} left out ({kinds}): "
+                         "a start or duration missing, not a number, NaN, infinite or beyond "
+                         f"{MAX_TIME_US:g} us")
+        if unpaired:
+            notes.append(f"{_count(unpaired, 'B/E (begin/end) event')} left out: each needs its other half "
+                         "on the same pid and tid")
+        return notes
 
 
 def _packed(floats, count: int | None = None) -> bytes:
@@ -444,6 +573,18 @@ def _decoded_or_none(body: str):
         return json.loads("{" + body + "}")
     except (ValueError, RecursionError):
         return None
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+def _label(value) -> str:
+    """A name or category as text: a string as it is, nothing (null) as "", any other JSON
+    value as Python writes it."""
+    if value.__class__ is str:
+        return value
+    return "" if value is None else str(value)
 
 
 def _whole_args(args) -> dict:

@@ -4,6 +4,7 @@ sorted into; `scripts.tracefacts.model.trace` gives them with the entry points t
 from __future__ import annotations
 
 import gc
+import re
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from itertools import groupby
 from operator import add, attrgetter
 
 from .columnar.rows import OpColumns, longest_first_at_equal_starts
+from .names import shown
 from ..reading.text import TraceError
 
 # Raw `cat` spellings (lower-cased) to the kinds the rest of the package uses.
@@ -50,6 +52,17 @@ _ARGLESS_KINDS = frozenset({"cpu_op", "python", "annotation", "overhead", "trace
 _NO_ARGS: dict = {}  # shared by every event without kept args; never mutated
 # The profiler's flags among a trace's top-level keys: it recorded shapes, stacks or memory.
 PROFILER_FLAGS = ("record_shapes", "with_stack", "profile_memory")
+STEP_PREFIX = "ProfilerStep#"
+# A step's number: ASCII digits (str.isdigit would take '²', which int() refuses), 18 at most
+# (int() refuses more than 4,300; a step count has no use for more than a 64-bit integer).
+_STEP_NUMBER = re.compile(r"ProfilerStep#([0-9]{1,18})\Z")
+STEPS_NAMED = 8  # the step numbers an error lists, of a trace that may have thousands
+
+
+def step_number(name: str) -> int | None:
+    """N of a step named `ProfilerStep#N`; None where the name is not one of a number."""
+    found = _STEP_NUMBER.match(name)
+    return int(found.group(1)) if found else None
 
 
 @contextmanager
@@ -170,6 +183,8 @@ class Trace:
     # still count in `event_count`, `end_us`, `origin_us` and `times`.
     skipped: dict[str, Skipped] = field(default_factory=dict)
     op_args: bool = False  # whether load_trace(op_args=...) kept what scripts.tracefacts.facts.ops reads
+    # What the reading left out (events with unusable times, unpaired B/E events), in words.
+    reading_notes: list[str] = field(default_factory=list)
 
     @property
     def event_count(self) -> int:
@@ -243,11 +258,13 @@ class Trace:
     @cached_property
     def steps(self) -> list[Event]:
         """`ProfilerStep#N` annotations on the host, in order."""
-        return [e for e in self.by_kind.get("annotation", []) if e.name.startswith("ProfilerStep#")]
+        return [e for e in self.by_kind.get("annotation", []) if e.name.startswith(STEP_PREFIX)]
 
     @property
     def gpus(self) -> list[dict]:
-        return list(self.metadata.get("deviceProperties") or [])
+        """The devices the profiler describes (`deviceProperties`, a list: anything else, none)."""
+        found = self.metadata.get("deviceProperties")
+        return list(found) if isinstance(found, list) else []
 
     @property
     def has_gpu_activity(self) -> bool:
@@ -259,7 +276,7 @@ class Trace:
         """The distributed rank the trace says it is (None when it does not say)."""
         info = self.metadata.get("distributedInfo")
         rank = info.get("rank") if isinstance(info, dict) else None
-        return rank if isinstance(rank, int) else None
+        return rank if type(rank) is int and 0 <= rank < 1 << 31 else None  # not a bool
 
     def lane_name(self, pid, tid) -> str:
         return self.thread_names.get((pid, tid)) or f"{pid}/{tid}"
@@ -288,6 +305,16 @@ def _kind(cat: str, name: str) -> str:
     if name.startswith(("Memset", "memset")):
         return "memset"
     return "other"
+
+
+def _steps_named(steps: list[Event]) -> str:
+    """The steps a trace has, for an error: all of a few, else the first and last few."""
+    numbers = [shown(e.name.removeprefix(STEP_PREFIX), 24) for e in steps]
+    if len(numbers) <= STEPS_NAMED:
+        return f"steps: {', '.join(numbers) or 'none'}"
+    half = STEPS_NAMED // 2
+    return (f"{len(numbers):,} steps: {', '.join(numbers[:half])}, …, "
+            f"{', '.join(numbers[-half:])}")
 
 
 @dataclass(frozen=True)
@@ -323,8 +350,8 @@ def select_window(trace: Trace, step: int | None = None, window: tuple[float, fl
         for event in steps:
             if event.name == f"ProfilerStep#{step}":
                 return Window(event.ts, event.end, event.name)
-        have = ", ".join(e.name.split("#")[1] for e in steps) or "none"
-        raise TraceError(f"{trace.source or 'trace'}: no ProfilerStep#{step} (steps: {have})")
+        raise TraceError(f"{trace.source or 'trace'}: no ProfilerStep#{step} "
+                         f"({_steps_named(steps)})")
     if steps:
         first = steps[0]
         return Window(first.ts, first.end, first.name)

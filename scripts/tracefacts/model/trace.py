@@ -21,6 +21,6 @@ the Python frames; of launch calls and GPU activities, it keeps what the facts r
 
 from .build import build_trace, load_trace, read_json  # noqa: F401
 from .records import (GPU_ACTIVITY_KINDS, KEPT_ARGS, KIND_BY_CATEGORY, LAUNCH_KINDS,  # noqa: F401
-                          PROFILER_FLAGS, Event, Instant, Skipped, Trace, Window, kind_of,
-                          paused_gc, select_window)
+                          PROFILER_FLAGS, STEP_PREFIX, Event, Instant, Skipped, Trace, Window,
+                          kind_of, paused_gc, select_window, step_number)
 from ..reading.text import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, TraceError  # noqa: F401

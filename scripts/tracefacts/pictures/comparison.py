@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..facts.analysis import facts, short_name
 from ..facts.diff import Delta, TraceDiff, change_text, kernel_lists, rows, value_text
+from ..model.names import FULL_NAME_MAX, bounded
 from ..model.trace import Trace, Window
 from ..model.units import format_us
 from .markup import Markup, concat, h, join, table, td, th
@@ -44,7 +45,7 @@ def _kernel(name: str, total: Delta) -> Markup:
     times = (f"{format_us(total.after)} after" if not total.before else
              f"{format_us(total.before)} before" if not total.after else
              f"{format_us(total.before)} → {format_us(total.after)}")
-    return concat(h("code", {"title": name}, short_name(name, 60)), f" ({times})")
+    return concat(h("code", {"title": bounded(name, FULL_NAME_MAX)}, short_name(name, 60)), f" ({times})")
 
 
 def diff_timeline_svg(trace: Trace, window: Window, span_us: float, title: str) -> str:

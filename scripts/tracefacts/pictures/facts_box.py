@@ -4,6 +4,7 @@ and the in-browser analyzer show them. Every name from the trace is escaped by t
 
 from __future__ import annotations
 
+from ..model.names import FULL_NAME_MAX, bounded
 from ..model.units import format_us
 from .markup import Markup, concat, h, join
 
@@ -20,7 +21,7 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
     from ..facts.analysis import short_name
 
     w = facts.window
-    scope = "the whole trace" if w.label == "whole trace" else w.label
+    scope = "the whole trace" if w.label == "whole trace" else bounded(w.label)
     glossary = _beside(guide_href, "glossary/")
 
     def term(text: str, entry: str) -> Markup:
@@ -38,7 +39,7 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
             name = short_name(top.name) if top else ""
             rows.append((term("Where its busy time went", "work-class"), concat(
                 join(" · ", (f"{c.work_class} {c.share_pct:.0f}%" for c in w.work_classes)),
-                *(("; top kernel ", h("code", {"title": top.name if name != top.name else None}, name),
+                *(("; top kernel ", h("code", {"title": bounded(top.name, FULL_NAME_MAX) if name != top.name else None}, name),
                    f" {top.share_pct:.0f}%") if top else ()))))
         idle = [f"waiting for the host {split.host_wait_pct:.1f}%", f"stalled {split.stalled_pct:.1f}%"]
         if split.unattributed_us:
@@ -54,7 +55,7 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
         more.append(("Memory peak", _memory_peaks(memory)))
     if facts.steps:
         more.append(("Per ProfilerStep", join("; ", (
-            f"#{step.label.split('#')[-1]} {step.verdict.label}"
+            f"#{bounded(step.label.split('#')[-1])} {step.verdict.label}"
             + (f" (GPU busy {step.window_busy_pct:.1f}%)" if step.time_split is not None else "")
             for step in facts.steps))))
     title = h("p", {"class": "admonition-title"},
@@ -86,7 +87,7 @@ def _gpu_details(w) -> list[tuple]:
         rows.append(("Idle (HTA's breakdown)", f"{breakdown.idle_pct:.1f}% idle · {breakdown.compute_pct:.1f}% compute · "
                                                f"{breakdown.non_compute_pct:.1f}% non-compute of the kernel span"))
     launches = w.launches
-    apis = join(", ", (concat(h("code", None, api), f" {n}") for api, n in launches.by_api.items()))
+    apis = join(", ", (concat(h("code", None, bounded(api)), f" {n}") for api, n in launches.by_api.items()))
     delay = launches.delay_p50_us
     rows.append(("Launches", concat(f"{launches.launches} (", apis, ")",
                                     f"; median launch-to-start {format_us(delay)}" if delay is not None else "")))
@@ -110,7 +111,7 @@ def _memory_peaks(memory) -> Markup:
 
     def one(d):
         when = "held from before the window" if d.peak_from_before else f"at {format_us(d.peak_us)}"
-        op = (", in ", h("code", None, d.peak_op)) if d.peak_op and not d.peak_from_before else ()
+        op = (", in ", h("code", None, bounded(d.peak_op))) if d.peak_op and not d.peak_from_before else ()
         reserved = f" (reserved {format_bytes(d.peak_reserved)})" if d.peak_reserved else ""
         return concat(f"{d.device}: {format_bytes(d.peak_allocated)} allocated {when}", *op, reserved)
 

@@ -159,8 +159,9 @@ def int_args(bodies: list, keys: tuple[str, ...], empty: dict) -> list[dict]:
     one search of the texts joined by `"\\0"` (a quote first: the search skips to quotes)."""
     found = _INT_ARG_PATTERNS.get(keys)
     if found is None:
+        # An integer of at most 4,300 digits, what json reads (int() refuses longer ones).
         pattern = re.compile(r'"(?:(\0)"|(' + "|".join(map(re.escape, keys))
-                             + r')"\s*:\s*(-?[0-9]+)(?=[,}\s"]|\Z))')
+                             + r')"\s*:\s*(-?[0-9]{1,4300})(?=[,}\s"]|\Z))')
         found = _INT_ARG_PATTERNS[keys] = (pattern, {sys.intern(k): sys.intern(k) for k in keys})
     pattern, interned = found
     column = [empty] * len(bodies)

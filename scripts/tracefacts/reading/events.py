@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Protocol
@@ -41,6 +42,8 @@ from .text import (DEFAULT_MAX_BYTES, MAX_BYTES_ENV, Text, TraceError,  # noqa: 
                         max_bytes_default)
 
 _NESTING = 5  # levels of objects and arrays inside an event that `_ANY_OBJECT` matches
+# The longest integer json reads (Python's limit on converting text to int; 4,300 by default).
+_MAX_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
 
 
 class EventSink(Protocol):
@@ -129,6 +132,9 @@ class _Reader(Text):
         except json.JSONDecodeError as err:
             raise self.fail(f"not a readable trace (invalid JSON {where} at "
                             f"{self.where(start + err.pos)}: {err.msg})") from None
+        except ValueError:  # json's only other refusal: an integer longer than int() reads
+            raise self.fail(f"not a readable trace (a number of more than "
+                            f"{_MAX_DIGITS:,} digits {where})") from None
         except RecursionError:
             raise self.fail(f"not a readable trace (JSON nested too deeply {where})") from None
 
@@ -514,7 +520,7 @@ class _Events:
         text = self.text
         try:
             return json.loads("[" + ",".join(text.buf[a:b] for a, b in spans) + "]")
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             for a, b in spans:
                 text.decode(a, b, "in traceEvents")
             raise

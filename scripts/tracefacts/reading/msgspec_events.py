@@ -25,6 +25,7 @@ _ERRORS: tuple = ()
 # library's path.
 PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "R",
           "c", "(", ")")
+_SHOWN = ("M", "i", "I", "B", "E")  # the phases the sink reads as dicts (add_raw)
 
 
 class Runs:
@@ -52,16 +53,17 @@ class Runs:
         complete = msgspec.defstruct("Complete", [
             ("cat", str), ("name", str), ("pid", ids), ("tid", ids), ("ts", float),
             ("dur", float), ("args", Union[args, None], None)], tag="X", **tagged)
-        # Metadata and instants: what the sink reads of them; the other phases: nothing.
+        # Metadata, instants and begin/end events (the sink pairs those): what the sink reads
+        # of them; the other phases: nothing.
         self.absent = absent = msgspec.Raw(b"null")  # no args object: told by identity
         shown = [(name, kind | msgspec.UnsetType, unset) for name, kind in (
             ("cat", str), ("name", str), ("ts", float), ("pid", Any), ("tid", Any))]
         shown.append(("args", msgspec.Raw, absent))
-        others = [msgspec.defstruct(f"Phase{i}", shown if ph in "MiI" else [], tag=ph, **tagged)
+        others = [msgspec.defstruct(f"Phase{i}", shown if ph in _SHOWN else [], tag=ph, **tagged)
                   for i, ph in enumerate(PHASES)]
         self.fields = args.__struct_fields__  # the kept args', in order
         self.complete = complete
-        self.shown = frozenset(t for t in others if t.__struct_config__.tag in ("M", "i", "I"))
+        self.shown = frozenset(t for t in others if t.__struct_config__.tag in _SHOWN)
         self.events = msgspec.json.Decoder(list[Union[(complete, *others)]])
         self.any = msgspec.json.Decoder()
         self.astuple = msgspec.structs.astuple
@@ -82,7 +84,7 @@ class Runs:
             xs, shown = events, []
         else:  # picked a column at a time: no loop in Python over the flows
             xs = list(compress(events, map(is_, types, repeat(self.complete))))
-            # As a rule no metadata or instant in a run: not looked for row by row.
+            # As a rule no metadata, instant or B/E event in a run: not looked for row by row.
             shown = ([] if self.shown.isdisjoint(kinds) else
                      list(compress(events, map(self.shown.__contains__, types))))
         raws = list(map(self._raw, shown))

@@ -58,7 +58,10 @@ def open_source(source) -> Source:
         return Source(name if isinstance(name, str) else "<stream>", raw.read, _size_of(raw),
                        lambda: None)
     if str(source) == "-":
-        return Source("<stdin>", sys.stdin.buffer.read, _size_of(sys.stdin.buffer), lambda: None)
+        if sys.stdin is None:  # closed (`<&-`)
+            raise TraceError("<stdin>: standard input is closed: nothing to read")
+        stdin = sys.stdin.buffer
+        return Source("<stdin>", stdin.read, _size_of(stdin), lambda: None)
     path = Path(source)
     with _readable(str(path)):
         handle = path.open("rb")

@@ -11,6 +11,10 @@ from itertools import combinations
 
 from ..claims import Spread, compare
 
+# Questions that different runs answer on different pages (scripts.series.pages.claims.compare's
+# `question`): the site must give each one answer.
+COMPILED_HOST_COST_64 = "host time per step of x @ w + b at n = 64, compiled against eager"
+
 
 @dataclass(frozen=True)
 class VerdictReading:
@@ -101,6 +105,15 @@ def pooled(*spreads: Spread, label: str = "") -> Spread:
 def pairwise(spreads: dict[str, Spread], what: str) -> list:
     """Every pair of the spreads compared (scripts.series.pages.claims.compare), in the dict's order."""
     return [compare(spreads[a], spreads[b], what=what, names=(a, b)) for a, b in combinations(spreads, 2)]
+
+
+def effect_cell(comparison) -> str:
+    """A comparison's outcome for a table's cell ("about 15% less (0.84×)", "not settled (1.2×)"),
+    recorded as a claim worded from the data, with the marker of the note holding its numbers."""
+    from ..claims import worded
+
+    said = comparison.effect
+    return worded(comparison, lower=said, higher=said, same=said, unclear=said, too_few="not enough samples")
 
 
 def lowest(comparisons: list) -> str | None:

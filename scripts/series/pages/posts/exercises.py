@@ -23,6 +23,12 @@ class LaunchWait:
     after_steps: bool  # it started after the last recorded step had ended
     launch_ts: float  # when its launch call began (to find the annotation that holds it)
     previous: str | None  # the GPU activity launched just before it
+    launch_step: str | None = None  # the recorded step whose span holds the launch call, if any
+
+    @property
+    def launched_in(self) -> str:
+        """Where the launch call ran, for a sentence: "in `ProfilerStep#3`", or outside the steps."""
+        return f"in `{self.launch_step}`" if self.launch_step else "outside the recorded steps"
 
 
 def longest_launch_wait(run) -> LaunchWait:
@@ -32,11 +38,12 @@ def longest_launch_wait(run) -> LaunchWait:
     during = [a.name for a in trace.gpu_activities
               if a is not kernel and a.ts < kernel.ts and a.end > launch.end]
     steps = [s.name for s in trace.steps if s.ts <= kernel.ts < s.end]
+    launched_in = [s.name for s in trace.steps if s.ts <= launch.ts < s.end]
     earlier = [(l.ts, a.ts, a.name) for a in trace.gpu_activities
                if (l := trace.launch_of(a)) is not None and l.ts < launch.ts]
     return LaunchWait(kernel.name, launch.name, max(kernel.ts - launch.end, 0.0), tuple(during),
                       steps[0] if steps else None, bool(trace.steps) and kernel.ts >= trace.steps[-1].end,
-                      launch.ts, max(earlier)[2] if earlier else None)
+                      launch.ts, max(earlier)[2] if earlier else None, launched_in[0] if launched_in else None)
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,13 @@ def op_names(run) -> set[str]:
 
 
 def kernel_samples(run) -> Spread:
-    """The duration of every kernel of the run, one sample each (the linear runs one per step)."""
+    """The duration of the one kernel of each recorded step, over every run of the example (the
+    steps' GPU busy time, from scripts.series.runs.samples); with more than one kernel in a step,
+    the durations of the shown trace's kernels."""
+    steps = [step for digest in run.samples() for step in digest["steps"]]
+    if steps and all(step["gpu"]["kernels"] == 1 for step in steps):
+        return samples((step["gpu"]["busy_us"] for step in steps), label="time of the step's one kernel",
+                       runs=[run.example.key])
     return samples((k.dur for k in run.trace.kernels), label="kernel duration", runs=[run.example.key])
 
 

@@ -112,11 +112,6 @@ def activity_samples(run, match) -> Spread:
                    label="activity time per call", runs=[run.example.key])
 
 
-def ratio_bounds(a: Spread, b: Spread) -> tuple[float, float]:
-    """The least and the most a / b can be, one sample of each side taken anywhere in its spread."""
-    return a.low / b.high, a.high / b.low
-
-
 def fractions_of(spread: Spread, reference: float) -> Spread:
     """Each sample as a fraction of one reference number (the series' value)."""
     return samples((v / reference for v in spread.values), unit="", label=f"{spread.label} / reference",

@@ -3,18 +3,19 @@
 The runs label every step `decode b=N` (or `prefill b=N`); the per-step samples come from those
 labels (scripts.tracefacts.facts.blocks.llm_step_samples), the same steps the page's tables average, so a claim
 and the table next to it read the same steps. The frozen LLM runs have no extra process runs, so
-the spread of a quantity is that of its steps in the one trace.
+the samples of a quantity are its steps in the one trace (`--tokens` of them per batch size).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import mean, median
 
 from .. import cache, render
 from ....tracefacts.facts.analysis import WindowFacts, steady_step
 from ....tracefacts.facts.blocks import GAP_MIN_US, LLM_STEP, ActivityCost, BatchFacts, LLMStep, idle_intervals
-from ..claims import Spread, samples
+from ..claims import MIN_SAMPLES, Spread, bootstrap, outcome_of, samples
 from ....tracefacts.model.intervals import gaps
 from ..helpers import format_us
 from ....tracefacts.model.trace import select_window
@@ -44,6 +45,9 @@ def overridden_dims(examples) -> dict[str, list[str]]:
 
 UNITS = {"dur_us": "us", "busy_us": "us", "idle_us": "us", "longest_gap_us": "us", "busy_pct": "%",
          "gaps": "", "launches": "", "kernels": ""}
+SAID = {"dur_us": "time per step", "busy_us": "GPU busy time per step", "idle_us": "GPU idle time per step",
+        "longest_gap_us": "widest GPU gap of a step", "busy_pct": "GPU busy share of a step",
+        "gaps": "GPU gaps per step", "launches": "launch calls per step", "kernels": "kernels per step"}
 
 
 def steps(run, batch: int = 1) -> list[LLMStep]:
@@ -64,7 +68,8 @@ def spread(run, field: str, batch: int = 1, *, skip_first: bool) -> Spread:
         values = [100.0 * s.busy_us / s.dur_us for s in measured]
     else:
         values = [getattr(s, field) for s in measured]
-    return samples(values, UNITS[field], f"{field} per step at batch {batch}", [run.example.key])
+    label = f"{SAID[field]} at batch {batch}" + (", steps after the first" if skip_first else "")
+    return samples(values, UNITS[field], label, [run.example.key])
 
 
 def per_second(tokens_per_step: int, step: Spread) -> float:
@@ -73,7 +78,7 @@ def per_second(tokens_per_step: int, step: Spread) -> float:
 
 
 def medians(run, field: str, batches: list[int]) -> dict[int, float]:
-    """The median of a field per batch size (all steps of each: a sweep has three per batch)."""
+    """The median of a field per batch size (all steps of each)."""
     return {b: spread(run, field, b, skip_first=False).median for b in batches}
 
 
@@ -312,38 +317,14 @@ def time_of(run, batch: int, test, what: str) -> Spread:
     return samples(values, "us", what, [run.example.key])
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """Where a difference a - b of two measured quantities can lie, given their spreads."""
-
-    low: float
-    high: float
-
-    @classmethod
-    def difference(cls, a: Spread, b: Spread) -> Bounds:
-        return cls(a.low - b.high, a.high - b.low)
-
-    @property
-    def most_change(self) -> float:
-        """The largest the difference can be, either way."""
-        return max(abs(self.low), abs(self.high))
-
-    def text(self) -> str:
-        return f"{format_us(self.low)} to {format_us(self.high)}"
-
-
 def most_share(part: Spread, whole: Spread) -> float:
     """The largest share (in %) that `part` can be of `whole`, given their spreads."""
     return 100.0 * part.high / whole.low
 
 
-def against(a: Bounds, b: Bounds) -> str:
-    """'more' or 'less' when the two ranges do not overlap, else 'indistinguishable'."""
-    if a.low > b.high:
-        return "more"
-    if a.high < b.low:
-        return "less"
-    return "indistinguishable"
+def _difference_over(a: float, b: float, c: float, d: float) -> float:
+    """(a - b) / (c - d): a difference of medians as a share of another (for scripts.series.pages.claims.bootstrap)."""
+    return (a - b) / (c - d) if c != d else math.inf
 
 
 def is_copy_kernel(name: str) -> bool:
@@ -370,18 +351,24 @@ class GraphAgainstEager:
     eager_gpu_us: Spread
 
     @property
-    def extra(self) -> Bounds:
-        """What the fused copies and cuDNN's attention cost beyond eager's flash kernel."""
-        return Bounds.difference(self.copies_and_attention_us, self.flash_us)
+    def extra_us(self) -> float:
+        """What the fused copies and cuDNN's attention cost beyond eager's flash kernel (medians)."""
+        return self.copies_and_attention_us.median - self.flash_us.median
 
     @property
-    def gap(self) -> Bounds:
-        """The graph step's GPU time minus the eager step's."""
-        return Bounds.difference(self.graph_gpu_us, self.eager_gpu_us)
+    def gap_us(self) -> float:
+        """The graph step's GPU time minus the eager step's (medians)."""
+        return self.graph_gpu_us.median - self.eager_gpu_us.median
 
     @property
     def extra_against_gap(self) -> str:
-        return against(self.extra, self.gap)
+        """Whether `extra_us` is more than, less than or about the whole of `gap_us`, by the
+        bootstrap interval of their ratio (scripts.series.pages.claims: lower, higher, same, unclear),
+        or "too few" below MIN_SAMPLES steps a side."""
+        sides = (self.copies_and_attention_us, self.flash_us, self.graph_gpu_us, self.eager_gpu_us)
+        if min(s.n for s in sides) < MIN_SAMPLES:
+            return "too few"
+        return outcome_of(*bootstrap(_difference_over, *(s.values for s in sides)))
 
 
 def graph_against_eager(graph_view, eager_view, graph_batch: int, eager_batch: int) -> GraphAgainstEager:

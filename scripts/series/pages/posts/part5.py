@@ -357,16 +357,19 @@ def profiler_overhead_sentence() -> str:
     from ..claims import compare, worded
 
     o = profiler_overhead()
+    c = compare(o.profiled, o.none, what="training step", names=("profiler", "no profiler"))
     return worded(
-        compare(o.profiled, o.none, what="training step", names=("profiler", "no profiler")),
-        higher=f"The profiler inflates every CPU cost (it records each op): measured in Part 5, a small training "
-               f"step of ours took **{format_us(o.profiled.median)}** under it against "
-               f"**{format_us(o.none.median)}** without it, so an unprofiled run is less CPU-heavy.",
-        indistinguishable="The profiler records each op, yet measured in Part 5 it did not measurably slow a "
-                          f"small training step of ours ({format_us(o.profiled.median)} against "
-                          f"{format_us(o.none.median)} without it).",
-        lower="The profiler records each op, yet measured in Part 5 a small training step of ours was even "
-              f"shorter under it ({format_us(o.profiled.median)} against {format_us(o.none.median)}).")
+        c,
+        higher=f"The profiler inflates every CPU cost (it records each op): under it, a small training step of "
+               f"ours took {c.words} its time without it{c.aside}, as measured in Part 5, so an unprofiled run "
+               "is less CPU-heavy.",
+        same="The profiler records each op, yet measured in Part 5 it leaves a small training step of ours about "
+             "as long as without it.",
+        unclear="The profiler records each op; measured in Part 5, whether it slows a small training step of ours "
+                f"the samples do not settle ({c.ratio_text} at the median).",
+        lower="The profiler records each op, yet measured in Part 5 a small training step of ours is even shorter "
+              f"under it: {c.words} its time without it{c.aside}.",
+        too_few=f"The profiler's cost on a small training step of ours, measured in Part 5: {c.shortfall}.")
 
 
 # --- the roofline --------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ from ....tracefacts.facts.blocks import SweepStep, matmul_add_flops
 from ..claims import Comparison, Spread, compare, samples
 
 FIELDS = {"host_us": "us", "gpu_us": "us", "pace_us": "us", "kernels": "", "launches": ""}
+SAID = {"host_us": "host time", "gpu_us": "GPU time", "pace_us": "time between steps", "kernels": "kernels",
+        "launches": "launch calls"}  # how the comparisons' notes name the fields
 
 
 def steps(run, mode: str, size: int) -> tuple[SweepStep, ...]:
@@ -37,10 +39,12 @@ def spread(run, mode: str, size: int, field: str) -> Spread:
     return samples(values, FIELDS[field], f"{field} per step, {mode} n={size}", [run.example.key])
 
 
-def modes_against(run, a: str, b: str, size: int, field: str) -> Comparison:
-    """Mode `a` against mode `b` at one size, on one per-step quantity."""
+def modes_against(run, a: str, b: str, size: int, field: str, question: str | None = None) -> Comparison:
+    """Mode `a` against mode `b` at one size, on one per-step quantity (`question`: see
+    scripts.series.pages.claims.compare)."""
     return compare(spread(run, a, size, field), spread(run, b, size, field),
-                   what=f"{field.removesuffix('_us').replace('_', ' ')} per step at n = {size}", names=(a, b))
+                   what=f"{SAID[field]} per step at n = {size}", names=(a, b),
+                   question=question)
 
 
 def gpu_against_host(run, mode: str, size: int) -> Comparison:
@@ -104,18 +108,13 @@ def doublings(run, data, mode: str, up_to: int) -> list[Doubling]:
         q = data.point(mode, p.size * 2)
         result.append(Doubling(p.size, q.tflops / p.tflops,
                                compare(spread(run, mode, p.size, "pace_us"), spread(run, mode, q.size, "pace_us"),
-                                       what=f"pace per step, {mode}", names=(f"n={p.size}", f"n={q.size}"))))
+                                       what=f"time between steps, {mode}", names=(f"n = {p.size}", f"n = {q.size}"))))
     return result
 
 
 def growth(run, mode: str, smaller: int, larger: int, field: str = "gpu_us") -> float:
     """How many times a per-step quantity's median grew from one size to another."""
     return spread(run, mode, larger, field).median / spread(run, mode, smaller, field).median
-
-
-def largest_relative_difference(comparisons: list[Comparison]) -> float:
-    """Of some comparisons, the largest |a / b - 1| of their medians."""
-    return max(abs(c.a.median / c.b.median - 1) for c in comparisons)
 
 
 @dataclass(frozen=True)
@@ -125,10 +124,6 @@ class GraphSavings:
     gpu: dict[int, Comparison]  # graph against eager, GPU time per step
     host_saved_us: dict[int, float]  # eager's median host time per step minus the graph's
     gpu_moved_us: dict[int, float]  # |graph - eager| of the medians of GPU time per step
-
-    @property
-    def separated(self) -> list[int]:
-        return [n for n, c in self.gpu.items() if c.decided]
 
 
 def graph_savings(run, sizes: list[int]) -> GraphSavings:

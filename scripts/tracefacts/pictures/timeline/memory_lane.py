@@ -15,6 +15,7 @@ from ..markup import h
 from ...facts.memory import format_bytes, memory_facts, memory_series
 from .geometry import TimeScale
 from .style import MARGIN, PLOT_LEFT, PLOT_RIGHT
+from ...model.names import bounded
 from ...model.trace import Trace, Window
 
 LANE_H = 56  # px of one device's lane
@@ -70,7 +71,7 @@ def _lane(series, device, scale: TimeScale, top: float):
     ]
     if device is not None:
         px, py = scale.x(device.peak_us), y(device.peak_allocated)
-        where = f", in {device.peak_op}" if device.peak_op else ""
+        where = f", in {bounded(device.peak_op)}" if device.peak_op else ""
         label = f"peak {format_bytes(device.peak_allocated)}{where}"
         anchor = "end" if px > (PLOT_LEFT + PLOT_RIGHT) / 2 else "start"
         children += [

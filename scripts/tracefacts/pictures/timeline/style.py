@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ...model.names import FULL_NAME_MAX, bounded
 from ...model.trace import GPU_ACTIVITY_KINDS, Event
 
 
@@ -112,9 +113,10 @@ _ABSOLUTE_DIRS = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?[\\/](?:[^\\/\s():'\"]+[\
 
 
 def clean_text(text: str) -> str:
-    """Text fit for the picture: no characters XML forbids, no directories of absolute paths, no
-    spaces around it."""
-    return _ABSOLUTE_DIRS.sub("", _XML_INVALID.sub("", str(text))).strip()
+    """Text fit for the picture: at most FULL_NAME_MAX characters (and its length: a trace's name
+    may be megabytes), no characters XML forbids, no directories of absolute paths, no spaces
+    around it."""
+    return _ABSOLUTE_DIRS.sub("", _XML_INVALID.sub("", bounded(str(text), FULL_NAME_MAX))).strip()
 
 
 def _char_em(char: str) -> float:
@@ -137,13 +139,20 @@ def text_width(text: str, size: float) -> float:
     return sum(_char_em(c) for c in text) * size
 
 
+# The narrowest character's advance, in em (_char_em): more characters than fill a width with
+# it never fit there, so that fitting reads at most those of any text, however long.
+_NARROWEST_EM = 0.30
+
+
 def fit_text(text: str, width: float, size: float, min_chars: int = 3) -> str:
-    """`text`, or its start with an ellipsis, whichever fits `width`; '' if not even `min_chars` fit."""
-    if text_width(text, size) <= width:
+    """`text`, or its start with an ellipsis, whichever fits `width`; '' if not even `min_chars`
+    fit. In time linear in what fits, not in the text's length."""
+    most = int(width / (_NARROWEST_EM * size)) + 2  # more than this many characters never fit
+    if len(text) <= most and text_width(text, size) <= width:
         return text
     room = width - text_width("…", size)
     used = 0.0
-    for count, char in enumerate(text):
+    for count, char in enumerate(text[:most]):
         used += _char_em(char) * size
         if used > room:
             return text[:count].rstrip() + "…" if count >= min_chars else ""
