@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts.tracefacts.facts.recording import recording_facts
+
 from scripts.tracefacts.entry import cli as analyze
 from scripts.tracefacts.facts.analysis import facts
 from scripts.tracefacts.model.trace import load_trace
@@ -150,7 +152,12 @@ def test_json_facts_are_those_of_a_full_load(which, gpu_trace, tmp_path):
     out = json.loads(done.stdout)
     assert {key: out[key] for key in expected} == expected
     # The CPU trace has stacks: their section comes after the facts (tests/test_analyze_details.py).
-    assert set(out) - set(expected) == ({"ops"} if which == "cpu" else set())
+    # How the trace was recorded comes with every trace (scripts/tracefacts/facts/recording.py):
+    # its warnings are those of a full load (the lean one may leave CPU ops' tracks unchecked).
+    assert set(out) - set(expected) == ({"ops", "recording"} if which == "cpu" else {"recording"})
+    full = json.loads(json.dumps(recording_facts(load_trace(path)).to_dict()))
+    assert out["recording"]["warnings"] == full["warnings"]
+    assert out["recording"]["perfetto"]["dropped"] == full["perfetto"]["dropped"]
 
 
 def test_blocks_gives_the_sweep_per_block(tmp_path):
@@ -247,7 +254,8 @@ def test_json_keeps_such_names_exactly(strange_trace, tmp_path):
 
 
 def test_an_ascii_terminal_gets_ascii_stand_ins(handmade_trace, strange_trace, tmp_path):
-    expected = analyze.summary_text(facts(load_trace(handmade_trace)))
+    loaded = load_trace(handmade_trace)
+    expected = analyze.summary_text(facts(loaded), recording_facts(loaded))
     assert "·" in expected  # what an ASCII terminal cannot show
     env = dict(os.environ, PYTHONIOENCODING="ascii")
     done = run(str(handmade_trace), cwd=tmp_path, text=False, env=env)

@@ -24,6 +24,7 @@ from scripts.tracefacts.entry import browser as reader  # `browser` is the Chrom
 from scripts.series.mkdocs_glue import hooks as mkdocs_hooks
 from scripts.series.pages import analyzer_page as pages_browser, pyodide as vendor_pyodide
 from scripts.tracefacts.facts.analysis import TIMES_ONLY_KINDS, facts
+from scripts.tracefacts.facts.recording import recording_facts
 from scripts.tracefacts.entry.cli import strict_json
 from scripts.tracefacts.model.trace import TraceError, load_trace
 from tests.conftest import ROOT
@@ -50,7 +51,17 @@ def cli_error(path: Path) -> str:
 
 
 def without_source(data: dict) -> dict:
-    return {k: v for k, v in data.items() if k != "source"}
+    """The facts but their source, and but how the trace was recorded (the browser reads every
+    event, where the command line reads the ops as times only: the check of Perfetto's import
+    covers more there; `same_recording` compares what both say)."""
+    return {k: v for k, v in data.items() if k not in ("source", "recording")}
+
+
+def same_recording(shown: dict, path: Path) -> bool:
+    """The recording's warnings and what the page says of it are the command line's."""
+    expected = json.loads(strict_json(recording_facts(load_trace(path, skip_kinds=TIMES_ONLY_KINDS)).to_dict()))
+    keep = ("steps", "schedule", "shapes", "stacks", "memory", "warnings")
+    return {k: shown["recording"][k] for k in keep} == {k: expected[k] for k in keep}
 
 
 # --- the Python side, without a browser ----------------------------------------------------------
@@ -70,6 +81,7 @@ def test_reading_needs_no_thread_and_gives_the_cli_facts(trace, tmp_path, monkey
     assert "error" not in out, out
     assert out["facts"]["source"] == trace.name
     assert without_source(out["facts"]) == without_source(expected)
+    assert same_recording(out["facts"], trace)
     svg = json.loads(reader.timeline_json())
     assert svg["svg"].startswith("<svg") and svg["window"] == out["facts"]["steps"][0]["label"]
 
@@ -252,6 +264,7 @@ def test_dropped_traces_show_the_cli_facts_and_stay_on_this_machine(session, tmp
         shown = analyzed(page, trace)
         expected = cli_facts(trace)
         assert without_source(shown["facts"]) == without_source(expected), trace.name
+        assert same_recording(shown["facts"], trace), trace.name
         window = expected["window"]
         assert shown["verdict"] == window["verdict"]["label"]
         assert f"{window['window_busy_pct']:.1f}% of the whole trace's time" in shown["box"]

@@ -7,6 +7,10 @@
 // hands over, the page those it composes (file names, GPU names). A Stop button ends a long
 // analysis: the worker is ended, and the next drop starts a fresh one.
 //
+// The facts box's "in Perfetto" links open the trace on the page at a finding: perfetto.js asks
+// window.perfettoTraceSources.analyzer for its bytes, which come from the file the reader chose,
+// still in this page's memory (read again from the File object): nothing is uploaded.
+//
 // Before and after: once a trace is shown, a second one (dropped on the second zone, chosen there,
 // or given with the first, two at once) is compared with it, as `analyze.py BEFORE AFTER --diff`
 // compares them; the first one's results stay on the page whatever becomes of the second.
@@ -184,6 +188,13 @@ if (root) {
     }
   }
 
+  // The trace whose facts are shown, for the facts box's links to Perfetto (null: none).
+  function keepForPerfetto(file) {
+    const sources = (window.perfettoTraceSources = window.perfettoTraceSources || {});
+    if (file) sources.analyzer = () => file.arrayBuffer().then((buffer) => ({ buffer }));
+    else delete sources.analyzer;
+  }
+
   function showFacts(name, result) {
     const f = result.facts;
     const steps = f.steps.length;
@@ -307,6 +318,7 @@ if (root) {
     errorLine.hidden = true;
     output.hidden = true; // the last trace's results, until this one's replace them
     root.analyzerFacts = null;
+    keepForPerfetto(file);
     clear(figure);
     showCompare(null);
     hideDiff();

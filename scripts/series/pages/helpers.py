@@ -28,6 +28,7 @@ from ...tracefacts.model.units import format_us  # noqa: F401 (the posts import 
 from ...tracefacts.pictures.markup import Markup, concat, h, join, table, writable
 from ...tracefacts.pictures.profiler_table import ProfilerTable, parse_table, render_table, to_us
 from ...tracefacts.pictures.facts_box import FACTS_GUIDE, render_facts_box  # noqa: F401 (the posts import them from here)
+from ...tracefacts.pictures.perfetto_links import TraceTarget, open_at
 
 PERFETTO_UI = "https://ui.perfetto.dev"
 
@@ -180,7 +181,23 @@ class Run:
         return zoomable_figure(
             f"timelines/{self.example.snippet}/{name}.svg", svg,
             f"Annotated timeline of {self.example.key}: CPU threads above, GPU streams below",
-            f"{self.caption()}. Click to zoom; open the trace in Perfetto to explore it.")
+            concat(f"{self.caption()}. Click to zoom; open the trace in Perfetto to explore it.",
+                   self._picture_links(step, block, window)))
+
+    def _picture_links(self, step, block, window) -> Markup:
+        """Under a timeline: what it draws and its widest GPU gaps (as its labels name them), each
+        a link that opens the trace in Perfetto there."""
+        from ...tracefacts.model.trace import Window, select_window
+
+        drawn = window if isinstance(window, Window) else select_window(
+            self.trace, step=step, window=window, annotation=block)
+        shown = self.trace_facts(drawn).window
+        links = [self.open_at(shown.span, drawn.label, drawn.label)] if shown.span else []
+        for gap in (shown.launched.widest_gaps if shown.launched else []):
+            if gap.span is not None and gap.start_us < drawn.end and gap.end_us > drawn.start:
+                links.append(self.open_at(gap.span, f"the GPU idle for {format_us(gap.dur_us)}",
+                                          f"GPU idle for {format_us(gap.dur_us)}"))
+        return concat(" In Perfetto: ", join(" · ", links), ".") if links else Markup("")
 
     def summary(self) -> str:
         """What `python scripts/analyze.py TRACE` prints for this run (cached by content hash),
@@ -190,9 +207,29 @@ class Run:
         shown = self.example.trace_path.relative_to(catalog.ROOT).as_posix()
         return cache.cached_file("summary", render.summary, self.trace_input, shown).read_text()
 
-    def facts(self) -> Markup:
-        """The analyzer's headline facts about the whole trace, as a box."""
-        return render_facts_box(self.trace_facts(), relative_url(FACTS_GUIDE))
+    def facts(self, memory=None) -> Markup:
+        """The analyzer's headline facts about the whole trace, as a box, each finding with a link
+        that opens the trace in Perfetto there, and the recording's warnings; `memory`
+        (scripts.tracefacts.facts.memory.MemoryFacts) adds each device's peak."""
+        return render_facts_box(self.trace_facts(), relative_url(FACTS_GUIDE), memory=memory,
+                                perfetto=self.perfetto_target(), recording=self.recording())
+
+    def perfetto_target(self) -> TraceTarget:
+        """This run's trace as the links that open it in Perfetto name it (published with the page)."""
+        href = publish(trace_site_path(self.example), self.example.trace_path)
+        return TraceTarget(self.example.key, self.example.trace_path.name, href)
+
+    def open_at(self, span, label: str, text: str = "in Perfetto") -> Markup:
+        """A link that opens this run's trace in Perfetto at `span` (a finding's, or an event's:
+        scripts.tracefacts.facts.places.event_span), `label` naming what is there."""
+        return open_at(self.perfetto_target(), span, label, self.trace_facts().span, text)
+
+    def recording(self):
+        """How the run's trace was recorded and what can mislead in it
+        (scripts.tracefacts.facts.recording.RecordingFacts)."""
+        from . import render
+
+        return cache.cached("recording", render.recording, self.trace_input)
 
     def links(self) -> Markup:
         """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""

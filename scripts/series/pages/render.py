@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...tracefacts.facts.analysis import TraceFacts, facts, summary_text
+from ...tracefacts.facts.recording import RecordingFacts, recording_facts
 from ...tracefacts.facts.blocks import (ActivityCost, BatchFacts, LLMStep, Sweep, SweepStep, activity_time_per_step,
                      llm_step_samples, llm_steps, sweep, sweep_steps, top_activities_per_step)
 from ..runs.samples import samples_of
@@ -28,7 +29,12 @@ def summary(trace: Trace, shown: str) -> str:
     """What `python scripts/analyze.py TRACE` prints, naming the trace `shown`."""
     from ...tracefacts.pictures.markup import writable
 
-    return writable(summary_text(replace(facts(trace), source=shown)))
+    return writable(summary_text(replace(facts(trace), source=shown), recording_facts(trace)))
+
+
+def recording(trace: Trace) -> RecordingFacts:
+    """How the trace was recorded, and what can mislead in it (the whole trace)."""
+    return recording_facts(trace)
 
 
 def timeline_svg(trace: Trace, step: int | None, max_kb: int | None, block: str | None, window=None) -> str:

@@ -38,12 +38,15 @@ from ..pictures.markup import Markup, h, td, th
 from ..pictures.markup import table as html_table
 from ..model.names import bounded
 from ..model.units import format_us
+from ..facts.recording import RecordingFacts, recording_facts
 from ..pictures.facts_box import FACTS_GUIDE, render_facts_box
+from ..pictures.perfetto_links import TraceTarget
 from ..pictures.profiler_table import scrolling_table
 from ..model.trace import Trace, TraceError, load_trace, select_window
 from ..reading.text import _gunzipped
 
 GZIP_MAGIC = b"\x1f\x8b"
+PAGE_TRACE = "analyzer"  # the facts box's links open the trace the page holds (analyzer.js registers it)
 # A WebAssembly page has at most 4 GiB, and the trace's events take about as much memory as its
 # JSON text: a larger text cannot be analyzed in a browser tab.
 MAX_TEXT_BYTES = 1 << 30
@@ -67,6 +70,7 @@ class Report:
     trace: Trace
     facts: TraceFacts
     top: int | None = TOP_KERNELS  # the GPU activities `facts` lists by name (None: all)
+    recording: RecordingFacts | None = None  # how it was recorded (made for the trace on the page)
 
     def all_facts(self) -> TraceFacts:
         """The facts listing every GPU activity by name, as the diff wants them (so that added
@@ -74,14 +78,18 @@ class Report:
         return self.facts if self.top is None else facts(self.trace, top=None)
 
     def facts_box(self, guide_href: str) -> Markup:
-        return render_facts_box(self.facts, guide_href)
+        """The posts' box, its links opening the dropped file in Perfetto from the page's memory
+        (docs/javascripts/analyzer.js hands it over: nothing is uploaded)."""
+        name = self.trace.source or "trace"
+        return render_facts_box(self.facts, guide_href, perfetto=TraceTarget(name, name, source=PAGE_TRACE),
+                                recording=self.recording)
 
     def steps_table(self) -> Markup | None:
         return steps_table(self.facts.to_dict()["steps"])
 
     def summary(self) -> str:
         """What `python scripts/analyze.py TRACE` prints."""
-        return summary_text(self.facts)
+        return summary_text(self.facts, self.recording)
 
     def timeline(self) -> str:
         """What `analyze.py TRACE --svg OUT` draws: the first ProfilerStep (or the whole trace)."""
@@ -218,10 +226,14 @@ def read_json(path: str, name: str, guide_href: str = FACTS_GUIDE,
     _current = _after = None
     try:
         report = read(path, name, progress)
+        report.recording = recording_facts(report.trace)
     except TraceError as err:
         return error(str(err))
-    out = answer(name, lambda: {"facts": report.facts.to_dict(), "facts_box": report.facts_box(guide_href),
-                                "steps_table": report.steps_table(), "summary": report.summary()})
+    except Exception as err:  # the facts came: a trace that breaks the check is still a bad input
+        return error(f"{name}: cannot analyze this trace ({type(err).__name__}: {err})")
+    out = answer(name, lambda: {  # the facts as --json prints them
+        "facts": {**report.facts.to_dict(), "recording": report.recording.to_dict()},
+        "facts_box": report.facts_box(guide_href), "steps_table": report.steps_table(), "summary": report.summary()})
     if not out.startswith('{"error"'):  # shown: its timeline can be drawn
         _current = report
     return out

@@ -30,6 +30,7 @@ from ..facts.blocks import blocks_json, blocks_of, blocks_text
 from .console import (DEBUG_ENV, EXIT_BAD_INPUT, ArgumentParser, one_line, print_utf8,
                       printable, run_main, unescaped)
 from ..facts.details import details, details_json, details_lines, needs_op_args
+from ..facts.recording import recording_facts
 from ..model.columnar.heap import map_large_blocks
 from ..model.names import shown
 from ..model.trace import Trace, TraceError, Window, load_trace, paused_gc, select_window
@@ -188,10 +189,11 @@ def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Pa
     try:
         trace, step = _load(path, args, full=bool(args.svg or args.blocks))
         focus = focus_window(trace, step, args.window)
-        # The details on the second core while the facts are made (scripts/tracefacts/entry/beside.py).
-        with Beside(details, trace, focus, fork=_worth_a_child(trace)) as aside:
+        # The details and the recording's check on the second core while the facts are made
+        # (scripts/tracefacts/entry/beside.py).
+        with Beside(_beside_facts, trace, focus, fork=_worth_a_child(trace)) as aside:
             trace_facts = facts(trace, step=step, window=focus)
-            extra = aside.result()
+            extra, recording = aside.result()
         svg = render_window(trace, trace_facts, step, args.window) if args.svg else None
         found = blocks_of(trace) if args.blocks else None
     except Exception as err:  # a file that breaks the analysis is still a bad input
@@ -202,14 +204,21 @@ def _report(number: int, path: TracePath, args: argparse.Namespace, svg_path: Pa
             return _fail(problem)
     if args.json:
         blocks = {} if found is None else {"blocks": blocks_json(found)}
-        print_utf8(strict_json({**trace_facts.to_dict(), **details_json(extra), **blocks}))
+        print_utf8(strict_json({**trace_facts.to_dict(), "recording": recording.to_dict(),
+                                **details_json(extra), **blocks}))
     else:
-        print(("\n" if number else "") + summary_text(trace_facts))
+        print(("\n" if number else "") + summary_text(trace_facts, recording))
         if extra is not None:
             print("\n".join(details_lines(extra)))
         if found is not None:
             print(blocks_text(found))
     return 0
+
+
+def _beside_facts(trace: Trace, focus: Window):
+    """What a child computes while the parent makes the facts: the details (memory, shapes,
+    stacks) and how the trace was recorded (scripts/tracefacts/facts/recording.py)."""
+    return details(trace, focus), recording_facts(trace, focus)
 
 
 def _worth_a_child(trace: Trace) -> bool:

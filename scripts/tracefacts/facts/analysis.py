@@ -35,10 +35,11 @@ from .terms import (  # noqa: F401 (the engine's names, imported from here)
     COLUMN_KINDS, GAP_MIN_US, GPU_BOUND, GPU_BOUND_MIN_BUSY_PCT, HOST_WORK_KINDS,
     HTA_LAUNCH_APIS, KERNEL_WAIT_US, MIXED, NO_GPU, OVERHEAD_BOUND,
     OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, PACE_LABELS, STALLED, STALLED_MIN_STALLED_PCT,
-    TIMES_ONLY_KINDS, TOP_KERNELS, WIDEST_GAPS, WORK_CLASSES, Gap, KernelStat, LaunchedWork,
+    TIMES_ONLY_KINDS, TOP_KERNELS, WIDEST_GAPS, WORK_CLASSES, Gap, HostWait, KernelStat, LaunchedWork,
     LaunchStats, StreamIdle, TemporalBreakdown, TimeSplit, TraceFacts, Verdict, WindowFacts,
-    WorkClassShare, pace, rounded)
+    WorkClassShare, Span, pace, rounded)
 from .index import TraceIndex, kernel_kind  # noqa: F401
+from .places import locate
 from .text import _ms, short_name, summary_text  # noqa: F401
 from .window import (hta_scope_breakdown, hta_scope_end, time_split,  # noqa: F401
                      top_kernels, verdict, window_facts)
@@ -69,7 +70,7 @@ def _facts(trace: Trace, step, window, top) -> TraceFacts:
     focus = focus_window(trace, step, window)
     steps = [Window(s.ts, s.end, s.name) for s in trace.steps]
     notes = _notes(trace, index)
-    return TraceFacts(
+    found = TraceFacts(
         source=trace.source,
         rank=trace.rank,
         gpus=[str(gpu.get("name", "")) for gpu in trace.gpus if isinstance(gpu, dict)],
@@ -81,6 +82,8 @@ def _facts(trace: Trace, step, window, top) -> TraceFacts:
         steps=[window_facts(index, s, top=0) for s in steps],
         notes=notes,
     )
+    locate(trace, found, focus, steps)  # where each finding lies, in the file's own time
+    return found
 
 
 def facts_of_windows(trace: Trace, windows: list[Window], top: int = 0) -> list[WindowFacts]:

@@ -28,6 +28,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass, field
 
 from .analysis import rounded
+from .terms import Span
 from ..model.columnar.rows import op_rows
 from ..model.trace import Instant, Trace, Window
 
@@ -74,6 +75,7 @@ class DeviceMemory:
     peak_reserved: int | None  # None: the trace gives no reserved bytes for this device
     peak_reserved_us: float | None
     largest: list[Allocation] = field(default_factory=list)  # largest first, then earliest
+    peak_span: Span | None = None  # the event that reached the peak, in the file's time (places.py)
 
 
 @dataclass
@@ -115,6 +117,7 @@ class _Sample:
     reserved: int | None
     addr: int | None
     thread: tuple
+    file_ts: float  # the event's ts as the file writes it (for its Span)
 
 
 def _int(value) -> int | None:
@@ -156,7 +159,7 @@ def _by_device(trace: Trace) -> dict[str, list[_Sample]]:
         running[name] = level
         devices.setdefault(name, []).append(_Sample(
             event.ts, size, level, _int(args.get("Total Reserved")), _int(args.get("Addr")),
-            (event.pid, event.tid)))
+            (event.pid, event.tid), trace.origin_us + event.ts))
     return dict(sorted(devices.items(), key=lambda kv: _device_order(kv[0])))
 
 
@@ -234,6 +237,8 @@ def _device_facts(name: str, samples: list[_Sample], window: Window, ops: _OpInd
         peak_reserved_us=None if top_reserved is None else top_reserved[1],
         largest=[Allocation(s.ts, s.bytes, ops.innermost(s.thread, s.ts), _freed_after(freed, s))
                  for s in biggest],
+        peak_span=None if peak_at is None else Span(
+            peak_at.file_ts, peak_at.file_ts, *peak_at.thread, peak_at.file_ts, 0.0),
     )
 
 

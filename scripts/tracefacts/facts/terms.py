@@ -83,6 +83,31 @@ WORK_CLASSES = (MATRIX_MATH, MEMORY_BOUND_KERNELS, COPIES, COMMUNICATION, UNKNOW
 
 
 @dataclass
+class Span:
+    """Where a finding lies in the trace, in the file's own microseconds (its `ts` as written,
+    not our times since the first event: those plus `Trace.origin_us`), so that any viewer can be
+    sent there (scripts/tracefacts/model/perfetto.py: Perfetto's time is these times 1000). Where
+    the finding is one event of the trace, its pid, tid, ts and dur as written, to select it."""
+
+    start_us: float
+    end_us: float
+    pid: int | str | None = None  # the event's; None: the finding is no one event
+    tid: int | str | None = None
+    ts_us: float | None = None
+    dur_us: float | None = None
+
+
+@dataclass
+class HostWait:
+    """The longest host call in a window that blocks until the GPU catches up (a synchronize, a
+    synchronous copy): the longest of those whose time `cpu_wait_us` adds up."""
+
+    name: str
+    dur_us: float
+    span: Span
+
+
+@dataclass
 class Gap:
     """The GPU's idle time right before one launched activity (see LaunchedWork), by cause."""
 
@@ -94,6 +119,7 @@ class Gap:
     queued_us: float
     other_us: float
     next_activity: str  # the name of the activity that ended the gap
+    span: Span | None = None  # [start_us, end_us] in the file's time
 
 
 @dataclass
@@ -177,6 +203,7 @@ class KernelStat:
     mean_us: float
     share_pct: float  # of all GPU activity time in the window
     work_class: str = UNKNOWN  # one of WORK_CLASSES (scripts/tracefacts/facts/kernels.py)
+    first_run: Span | None = None  # its first run launched in the window, the event itself
 
 
 @dataclass
@@ -245,6 +272,8 @@ class WindowFacts:
     verdict: Verdict  # from `time_split` (and the launch delays, in its reason)
     time_split: TimeSplit | None = None  # None without GPU activity in the trace
     work_classes: list[WorkClassShare] = field(default_factory=list)  # with top_kernels
+    span: Span | None = None  # the window in the file's time (a ProfilerStep: its event)
+    host_wait: HostWait | None = None  # the longest of the host's blocking calls in the window
 
 
 @dataclass
@@ -259,6 +288,7 @@ class TraceFacts:
     temporal_breakdown: TemporalBreakdown | None  # per trace, with HTA's choice of steps
     steps: list[WindowFacts] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    span: Span | None = None  # the trace's first complete event to its last end, in the file's time
 
     def to_dict(self) -> dict:
         """JSON-ready, keys in declaration order, times in us rounded to ns, percentages to 0.01."""

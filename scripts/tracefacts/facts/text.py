@@ -9,11 +9,17 @@ from .terms import NO_GPU, LaunchStats, TemporalBreakdown, TraceFacts, WindowFac
 
 STEP_NUMBER_SHOWN = 24  # characters of a step's number in the per-step table
 
-def summary_text(trace_facts: TraceFacts) -> str:
-    """The facts as readable lines."""
+
+def summary_text(trace_facts: TraceFacts, recording=None) -> str:
+    """The facts as readable lines; with `recording` (scripts.tracefacts.facts.recording's
+    RecordingFacts), how the trace was recorded and its warnings come before the verdict."""
     f = trace_facts
     lines = [f"trace: {shown(f.source or 'trace')}" + _trace_tags(f)]
     lines.append(f"events: {f.events:,} over {_ms(f.duration_us)}; {len(f.steps)} ProfilerSteps")
+    if recording is not None:
+        from .recording import recording_lines
+
+        lines += recording_lines(recording)
     lines += _window_lines(f.window)
     if f.temporal_breakdown is not None:
         lines.append("temporal breakdown, HTA's definitions, per trace "

@@ -11,23 +11,28 @@ from .markup import Markup, concat, h, join
 FACTS_GUIDE = "guide/analyze-your-trace/"
 
 
-def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
+def render_facts_box(facts, guide_href: str, memory=None, perfetto=None, recording=None) -> Markup:
     """A compact box of the analyzer's facts (scripts.tracefacts.facts.analysis.TraceFacts) about
     the window they describe (the whole trace, by default), which its title names: four
     questions, each answered by one number whose term links to its definition in the glossary
     (beside the guide at `guide_href`), and the rest folded under them in a <details> element.
     `memory` (scripts.tracefacts.facts.memory.MemoryFacts of the same window) adds each
-    device's peak there."""
+    device's peak there. `perfetto` (perfetto_links.TraceTarget: the trace the box is about) puts
+    beside the findings a link that opens the trace in Perfetto at each; `recording`
+    (scripts.tracefacts.facts.recording.RecordingFacts) adds its warnings, where it has any."""
     from ..facts.analysis import short_name
 
     w = facts.window
     scope = "the whole trace" if w.label == "whole trace" else bounded(w.label)
     glossary = _beside(guide_href, "glossary/")
+    at = _linker(perfetto, facts.span)
 
     def term(text: str, entry: str) -> Markup:
         return h("a", {"href": f"{glossary}#{entry}"}, text)
 
-    rows = [(term("Who set the pace", "verdict"), h("strong", None, w.verdict.label))]
+    # The whole trace is what "Open in Perfetto" opens: a window of it gets a link of its own.
+    rows = [(term("Who set the pace", "verdict"), concat(h("strong", None, w.verdict.label),
+                                                         at(w.span, scope) if w.label != "whole trace" else ""))]
     more = [("Why", w.verdict.reason)]
     split = w.time_split
     if facts.has_gpu_activity and split is not None:
@@ -40,24 +45,34 @@ def render_facts_box(facts, guide_href: str, memory=None) -> Markup:
             rows.append((term("Where its busy time went", "work-class"), concat(
                 join(" · ", (f"{c.work_class} {c.share_pct:.0f}%" for c in w.work_classes)),
                 *(("; top kernel ", h("code", {"title": bounded(top.name, FULL_NAME_MAX) if name != top.name else None}, name),
-                   f" {top.share_pct:.0f}%") if top else ()))))
+                   f" {top.share_pct:.0f}%", at(top.first_run, f"the first run of {name}")) if top else ()))))
         idle = [f"waiting for the host {split.host_wait_pct:.1f}%", f"stalled {split.stalled_pct:.1f}%"]
         if split.unattributed_us:
             idle.append(f"before activities with no launch call {split.unattributed_pct:.1f}%")
+        gaps = [concat(format_us(g.dur_us), at(g.span, f"the GPU idle {format_us(g.dur_us)}"))
+                for g in (w.launched.widest_gaps if w.launched and perfetto else []) if g.span is not None]
         rows.append((concat(term("Where its idle time went", "host-wait")),
-                     " · ".join(idle) + f" of {scope}'s time"))
+                     concat(" · ".join(idle) + f" of {scope}'s time",
+                            *(("; widest gaps ", join(", ", gaps)) if gaps else ()))))
         more += _gpu_details(w)
     else:
         rows.append(("GPU", "no GPU activity in this trace"))
-    more.append(("CPU busy", f"{w.cpu_busy_pct:.1f}% of {scope}'s time ({format_us(w.cpu_busy_us)}); "
-                             + SELF_CPU_NOTE))
+    wait = w.host_wait if perfetto else None
+    more.append(("CPU busy", concat(f"{w.cpu_busy_pct:.1f}% of {scope}'s time ({format_us(w.cpu_busy_us)})", *((
+        "; longest wait on the GPU ", h("code", None, bounded(wait.name)), f" {format_us(wait.dur_us)}",
+        at(wait.span, f"the longest {bounded(wait.name)}")) if wait else ()), "; " + SELF_CPU_NOTE)))
     if memory is not None and memory.devices:
-        more.append(("Memory peak", _memory_peaks(memory)))
+        more.append(("Memory peak", _memory_peaks(memory, at)))
     if facts.steps:
         more.append(("Per ProfilerStep", join("; ", (
-            f"#{bounded(step.label.split('#')[-1])} {step.verdict.label}"
-            + (f" (GPU busy {step.window_busy_pct:.1f}%)" if step.time_split is not None else "")
+            concat(f"#{bounded(step.label.split('#')[-1])} {step.verdict.label}"
+                   + (f" (GPU busy {step.window_busy_pct:.1f}%)" if step.time_split is not None else ""),
+                   at(step.span, bounded(step.label)))
             for step in facts.steps))))
+    if recording is not None and recording.warnings:
+        rows.append(("Recording", h("ul", {"class": "facts-warnings"}, [
+            h("li", None, warning.text, at(warning.span, f"the evidence of the {warning.kind} warning"))
+            for warning in recording.warnings])))
     title = h("p", {"class": "admonition-title"},
               f"What the analyzer says about {scope} (", h("a", {"href": guide_href}, "how to read this"), ")")
     details = h("details", None, h("summary", None, "More facts"), _list(more))
@@ -105,7 +120,20 @@ def _beside(href: str, page: str) -> str:
     return f"{head}/{page}" if head else page
 
 
-def _memory_peaks(memory) -> Markup:
+def _linker(target, trace_span):
+    """A function (span, label) -> a link to that span in Perfetto, beside a row's value (nothing
+    without a target or a span)."""
+    from .perfetto_links import open_at
+
+    def at(span, label: str):
+        if target is None or span is None:
+            return ""
+        return concat(" ", open_at(target, span, label, trace_span))
+
+    return at
+
+
+def _memory_peaks(memory, at=lambda span, label: "") -> Markup:
     """Each device's peak allocated bytes, when, and the op running then (escaped by `h`)."""
     from ..facts.memory import format_bytes
 
@@ -113,6 +141,7 @@ def _memory_peaks(memory) -> Markup:
         when = "held from before the window" if d.peak_from_before else f"at {format_us(d.peak_us)}"
         op = (", in ", h("code", None, bounded(d.peak_op))) if d.peak_op and not d.peak_from_before else ()
         reserved = f" (reserved {format_bytes(d.peak_reserved)})" if d.peak_reserved else ""
-        return concat(f"{d.device}: {format_bytes(d.peak_allocated)} allocated {when}", *op, reserved)
+        return concat(f"{d.device}: {format_bytes(d.peak_allocated)} allocated {when}", *op, reserved,
+                      at(d.peak_span, f"the memory peak of {d.device}"))
 
     return join("; ", (one(d) for d in memory.devices))

@@ -16,7 +16,7 @@ from statistics import median
 
 from ..claims import Spread, samples
 from ....tracefacts.model.intervals import total, union
-from ....tracefacts.pictures.markup import concat, h, table, td, th
+from ....tracefacts.pictures.markup import Markup, concat, h, table, td, th
 from ..helpers import format_us
 from ....tracefacts.pictures.profiler_table import scrolling_table
 from ....tracefacts.model.trace import Window
@@ -214,6 +214,16 @@ def copy_window(run, number: int, margin: float = 0.03) -> Window:
     end = max(a.end for a in copies)
     end += margin * (end - step.start)
     return Window(step.start, end, f"ProfilerStep#{number} to the end of its copy")
+
+
+def hidden_copy_link(run, copy) -> Markup:
+    """Under the picture: the copy the step launched (an Event of the run's trace), with a link
+    that opens the trace in Perfetto zoomed to it, the copy selected."""
+    from ....tracefacts.facts.places import event_span
+
+    return h("p", {"class": "perfetto-finding"}, "The copy this step launched, ", h("code", None, copy.name),
+             f", {format_us(copy.dur)} on the GPU: ",
+             run.open_at(event_span(run.trace, copy), f"the {copy.name} this step launched", "see it in Perfetto"), ".")
 
 
 def activities_within(run, window: Window, kind: str) -> list:

@@ -22,7 +22,7 @@ from ...runs.extras import read_extra
 from ....tracefacts.model.intervals import total, union
 from ....tracefacts.pictures.markup import Markup, h, table, td, th
 from ....tracefacts.facts.memory import format_bytes, memory_facts
-from ..helpers import FACTS_GUIDE, format_us, publish, relative_url, render_facts_box
+from ..helpers import format_us, publish
 from ....tracefacts.facts.roofline import Placement, Roof, Work, place
 from ....tracefacts.pictures.profiler_table import ProfilerTable, parse_table, render_table, scrolling_table
 from ....tracefacts.model.trace import Trace, load_trace
@@ -121,7 +121,7 @@ def _figure(run, name: str, svg: Path, alt: str, what: str) -> Markup:
 
 def memory_facts_box(run) -> Markup:
     """The analyzer's facts box with the memory peaks of the [memory] events."""
-    return render_facts_box(run.trace_facts(), relative_url(FACTS_GUIDE), memory=memory_facts(run.trace))
+    return run.facts(memory=memory_facts(run.trace))
 
 
 def snapshot_button(run) -> Markup:
