@@ -290,24 +290,32 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         ),
         cells=(
             "## Memory",
+            "The model, in the snippet's own code: a small GPT (an embedding, pre-norm blocks of causal "
+            "self-attention and a GELU MLP, a vocabulary head) trained with AdamW in fp32. The allocator's "
+            "history is switched on before the steps (`torch.cuda.memory._record_memory_history`) and "
+            "dumped as a snapshot after them.",
             Run("06_memory/train_b16_s512_l8_d512_fp32_baseline",
                 "The table is sorted by self CUDA memory; the line under it gives the memory timeline's "
                 "peak by category. Drop the `.snapshot.pickle` it writes on https://pytorch.org/memory_viz."),
             Run("06_memory/train_b16_s512_l8_d512_fp32_checkpoint",
-                "Each block checkpointed: compare the peak and its activations with the run above."),
+                "Each block checkpointed: compare the peak and its activations with the run above, and the "
+                "step time: the post splits the extra time into GPU work and the GPU waiting on the host."),
             "## Shapes and stacks",
             Run("07_shapes_stacks/shapes_b16_s64-256-1024-4096_1024x4096_bf16",
-                "The plain table has one `aten::linear` row; the one grouped by input shape has one per "
-                "sequence length. Compare their CUDA times."),
+                "The plain table (which the post leaves out) has one `aten::linear` row; the one grouped by "
+                "input shape has one per sequence length. Compare their CUDA times."),
             Run("07_shapes_stacks/stacks_b16_s3_foreach_false",
                 "AdamW one parameter at a time: count the optimizer's kernels, and read what stacks cost "
                 "at the end of the output."),
             Run("07_shapes_stacks/stacks_b16_s3_fused",
-                "The fused optimizer: a few launches per step where the run above makes many."),
+                "The fused optimizer: a few launches per step where the run above makes many. Open its trace "
+                "in the post's analyzer to see which Python lines launched them."),
             "## The roofline",
             Run("08_roofline/roofline_bf16_t8192_d4096_h14336",
                 "The roofs measured on your GPU, then each kernel's FLOP per byte, achieved TFLOP/s and "
-                "TB/s, and the share of its roof it reaches."),
+                "TB/s, and the share of its roof it reaches. The bandwidth roof is the faster of a copy and a "
+                "triad (`c = a + b`), which read and write; the sum beside them only reads and sets no roof. "
+                "The kernels' shapes and FLOP formulas are in the snippet's `kernel_cases`."),
             Run("04_attention/triton_b8_h16_s1024_d64_bf16_warm",
                 "Part 3's missing variant, our Triton attention kernel (forward, causal), checked "
                 "against SDPA in the run: compare its CUDA time per call with the SDPA backends of "
