@@ -49,13 +49,14 @@ claims: $(STAMP)
 	$(BIN)/python -m scripts claims
 
 # On a GPU machine: the snippet tests that CI cannot run (CUDA graphs, our Triton kernels against
-# eager and SDPA, torch.compile, the measured roofs, the allocator's memory snapshot) beside the CPU
-# ones. Needs pytest beside torch, no docs tooling.
+# eager and SDPA, torch.compile, the measured roofs, the allocator's memory snapshot, autograd's
+# thread, host syncs, two streams, ncu where it is installed) beside the CPU ones. Needs pytest
+# beside torch, no docs tooling.
 test-gpu:
 	$(PYTHON) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'test-gpu: no CUDA GPU on this machine')"
 	SNIPPET_TESTS_COMPILE=1 $(PYTHON) -m pytest -q -p no:cacheprovider -rs \
 		tests/test_snippets.py tests/test_snippets_parts23.py tests/test_snippets_part4.py \
-		tests/test_snippets_part5.py tests/test_snippets_part5_memory.py
+		tests/test_snippets_part5.py tests/test_snippets_part5_memory.py tests/test_snippets_training.py
 
 # The companion notebooks under docs/notebooks/, written from scripts/series/notebooks/write.py and the frozen
 # runs (standard library only; nothing runs a snippet).

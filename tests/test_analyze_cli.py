@@ -151,10 +151,12 @@ def test_json_facts_are_those_of_a_full_load(which, gpu_trace, tmp_path):
     expected = json.loads(json.dumps(facts(load_trace(path)).to_dict()))
     out = json.loads(done.stdout)
     assert {key: out[key] for key in expected} == expected
-    # The CPU trace has stacks: their section comes after the facts (tests/test_analyze_details.py).
-    # How the trace was recorded comes with every trace (scripts/tracefacts/facts/recording.py):
-    # its warnings are those of a full load (the lean one may leave CPU ops' tracks unchecked).
-    assert set(out) - set(expected) == ({"ops", "recording"} if which == "cpu" else {"recording"})
+    # The CPU trace has stacks, the synthetic one a cudaDeviceSynchronize that drains the GPU's
+    # queue every step: their sections come after the facts (tests/test_analyze_details.py,
+    # tests/test_syncs.py). How the trace was recorded comes with every trace
+    # (scripts/tracefacts/facts/recording.py): its warnings are those of a full load (the lean one
+    # may leave CPU ops' tracks unchecked).
+    assert set(out) - set(expected) == ({"ops", "recording"} if which == "cpu" else {"host_syncs", "recording"})
     full = json.loads(json.dumps(recording_facts(load_trace(path)).to_dict()))
     assert out["recording"]["warnings"] == full["warnings"]
     assert out["recording"]["perfetto"]["dropped"] == full["perfetto"]["dropped"]

@@ -103,7 +103,7 @@ def test_every_run_cell_runs_a_snippet_with_a_catalog_examples_arguments(noteboo
         assert tuple(args[:-2]) == example.args, f"{key}: the cell's arguments are not the catalog's"
         keys.append(key)
     # Every example of the part, each once (Part 1's notebook also runs the sweep beyond it).
-    part = getattr(catalog, f"PART{notebook.part}") + (catalog.SWEEP if notebook.part == 1 else ())
+    part = getattr(catalog, notebook.catalog_group) + (catalog.SWEEP if notebook.part == 1 else ())
     assert sorted(keys) == sorted(e.key for e in part)
     # The setup cell fetches exactly the snippets the cells run.
     setup = next(source(c) for c in nb["cells"] if c["cell_type"] == "code")

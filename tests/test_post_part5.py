@@ -14,6 +14,7 @@ from scripts.series.runs import catalog
 from scripts.series.pages import claims
 from scripts.series.pages.helpers import example
 from scripts.series.pages.posts import part5 as P
+from scripts.series.pages.sweeps import llama_modules, llama_parameters, snippet_defaults
 from tests.test_blocks import gpu, launch, write_trace
 
 PAGE = "docs/blog/posts/part-5-memory-shapes-stacks-roofline.md"
@@ -64,8 +65,27 @@ def test_timeline_peak_is_the_highest_total_and_its_categories():
     assert P.timeline_peak(timeline) == (1, 13, {"parameter": 4, "activation": 9})
 
 
-def test_decode_reads_every_weight_and_the_cache():
+def test_decode_reads_the_weights_it_needs_and_the_cache():
     assert P.decode_bytes_per_token(10, layers=2, kv_heads=1, head_dim=4, context=3) == 10 * 2 + 2 * 2 * 4 * 3 * 2
+
+
+def test_decode_reads_one_embedding_row_and_the_whole_head_tied_or_not():
+    # hidden 4, vocab 10: the embedding is 40 weights, of which a token reads its row of 4.
+    config = dict(hidden=4, intermediate=8, layers=2, heads=2, kv_heads=1, vocab=10)
+    untied, tied = llama_modules(**config), llama_modules(**config, tied=True)
+    layer = 2 * 4 * 4 + 2 * 4 * 1 * 2 + 3 * 4 * 8 + 2 * 4
+    assert untied == {"embed_tokens": 40, "layers": 2 * layer, "norm": 4, "lm_head": 40}
+    assert tied["lm_head"] == 0 and sum(tied.values()) == sum(untied.values()) - 40
+    assert P.decode_weights_read(untied, hidden=4) == 4 + 2 * layer + 4 + 40
+    assert P.decode_weights_read(tied, hidden=4) == P.decode_weights_read(untied, hidden=4)
+    assert P.decode_weights_read(untied, hidden=4) < llama_parameters(**config)
+
+
+def test_decode_floor_of_parts_4_model_leaves_out_all_but_one_row_of_the_embedding():
+    model = snippet_defaults("05_llm_inference")
+    modules = llama_modules(**model)
+    read = P.decode_weights_read(modules, model["hidden"])
+    assert llama_parameters(**model) - read == (model["vocab"] - 1) * model["hidden"]
 
 
 # --- the committed runs, recomputed from the raw JSON ------------------------------------------------
@@ -147,4 +167,51 @@ def test_the_page_shows_every_run_its_plots_and_the_snapshot(built_site):
         assert (built_site / plot).read_text().lstrip().startswith(("<svg", "<?xml")), plot
     snapshot = built_site / "traces/06_memory/train_b16_s512_l8_d512_fp32_baseline.snapshot.pickle"
     assert snapshot.read_bytes()[:1] == b"\x80"  # a pickle, as the memory viewer takes it
-    assert html.count('<details class="question"') >= 3
+    assert html.count('<details class="question"') == 2
+    # A post a learner finishes: at most 15 minutes by Material's estimate, at most two open facts boxes.
+    assert int(re.search(r"(\d+) min read", html)[1]) <= 15
+    assert html.count('<div class="admonition abstract facts"') <= 2
+
+
+def test_llama_modules_match_transformers_module_by_module():
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    d = snippet_defaults("05_llm_inference")
+    config = transformers.LlamaConfig(
+        hidden_size=d["hidden"], intermediate_size=d["intermediate"], num_hidden_layers=d["layers"],
+        num_attention_heads=d["heads"], num_key_value_heads=d["kv_heads"], vocab_size=d["vocab"])
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(config)
+    counted = {name: sum(p.numel() for p in module.parameters()) for name, module in (
+        ("embed_tokens", model.model.embed_tokens), ("layers", model.model.layers), ("norm", model.model.norm),
+        ("lm_head", model.lm_head))}
+    assert counted == llama_modules(**d)
+
+
+def test_extra_time_is_split_into_gpu_work_and_host_wait():
+    before, after = P.StepSplit(100.0, 80.0, 10.0), P.StepSplit(170.0, 90.0, 60.0)
+    extra = P.extra_time(before, after)
+    assert (extra.total_us, extra.busy_us, extra.host_wait_us) == (70.0, 10.0, 50.0) and extra.mostly == "host wait"
+    assert P.extra_time(before, P.StepSplit(150.0, 140.0, 10.0)).mostly == "GPU work"
+
+
+@pytest.mark.parametrize("variant", ["baseline", "checkpoint"])
+def test_step_split_busy_time_agrees_with_the_samples_of_the_shown_trace(variant):
+    """The analyzer's busy time per step against the refresh's digest of the same steps (a separate
+    union of the GPU work each step launched); both parts fit inside the step."""
+    run = example(MEM[variant].key)
+    split = P.step_split(run)
+    digest = [s["gpu"]["busy_us"] for s in run.samples()[0]["steps"]]
+    assert split.busy_us == pytest.approx(median(digest), rel=0.02)
+    assert 0 < split.busy_us + split.host_wait_us <= split.dur_us
+
+
+def test_profiler_overhead_is_the_stacks_runs_rotated_timing_and_part2_can_quote_it():
+    o = P.profiler_overhead()
+    steps = P.stack_cost(example(STACKS["foreach_false"].key)).steps
+    assert o.key == STACKS["foreach_false"].key
+    assert (o.none, o.profiled, o.stacks) == (steps["no profiler"], steps["profiler"], steps["profiler + with_stack"])
+    assert o.slowdown == pytest.approx(o.profiled.median / o.none.median)
+    sentence = P.profiler_overhead_sentence()
+    assert claims.compare(o.profiled, o.none, what="training step").words in sentence
+    assert "a little" not in sentence

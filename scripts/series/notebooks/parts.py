@@ -25,15 +25,25 @@ class Run:
 
 @dataclass(frozen=True)
 class Notebook:
-    part: int
-    slug: str  # the post's slug: the post is blog/<slug>/, the notebook part-<part>-<slug>.ipynb
+    part: int | None  # None: a post of the series outside its numbered parts
+    slug: str  # the post's slug: the post is blog/<slug>/, the notebook part-<part>-<slug>.ipynb (<slug>.ipynb)
     title: str
     intro: str  # markdown, after the title
     cells: tuple[str | Run, ...]  # markdown text, or an example to run
+    label: str = ""  # how links name the post: "Part <part>" by default
+    group: str = ""  # the tuple of scripts/series/runs/catalog.py whose examples it runs: PART<part> by default
 
     @property
     def name(self) -> str:
-        return f"part-{self.part}-{self.slug}"
+        return f"part-{self.part}-{self.slug}" if self.part is not None else self.slug
+
+    @property
+    def post_label(self) -> str:
+        return self.label or f"Part {self.part}"
+
+    @property
+    def catalog_group(self) -> str:
+        return self.group or f"PART{self.part}"
 
     @property
     def path(self) -> Path:
@@ -287,28 +297,92 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         ),
         cells=(
             "## Memory",
+            "The model, in the snippet's own code: a small GPT (an embedding, pre-norm blocks of causal "
+            "self-attention and a GELU MLP, a vocabulary head) trained with AdamW in fp32. The allocator's "
+            "history is switched on before the steps (`torch.cuda.memory._record_memory_history`) and "
+            "dumped as a snapshot after them.",
             Run("06_memory/train_b16_s512_l8_d512_fp32_baseline",
                 "The table is sorted by self CUDA memory; the line under it gives the memory timeline's "
                 "peak by category. Drop the `.snapshot.pickle` it writes on https://pytorch.org/memory_viz."),
             Run("06_memory/train_b16_s512_l8_d512_fp32_checkpoint",
-                "Each block checkpointed: compare the peak and its activations with the run above."),
+                "Each block checkpointed: compare the peak and its activations with the run above, and the "
+                "step time: the post splits the extra time into GPU work and the GPU waiting on the host."),
             "## Shapes and stacks",
             Run("07_shapes_stacks/shapes_b16_s64-256-1024-4096_1024x4096_bf16",
-                "The plain table has one `aten::linear` row; the one grouped by input shape has one per "
-                "sequence length. Compare their CUDA times."),
+                "The plain table (which the post leaves out) has one `aten::linear` row; the one grouped by "
+                "input shape has one per sequence length. Compare their CUDA times."),
             Run("07_shapes_stacks/stacks_b16_s3_foreach_false",
                 "AdamW one parameter at a time: count the optimizer's kernels, and read what stacks cost "
                 "at the end of the output."),
             Run("07_shapes_stacks/stacks_b16_s3_fused",
-                "The fused optimizer: a few launches per step where the run above makes many."),
+                "The fused optimizer: a few launches per step where the run above makes many. Open its trace "
+                "in the post's analyzer to see which Python lines launched them."),
             "## The roofline",
             Run("08_roofline/roofline_bf16_t8192_d4096_h14336",
                 "The roofs measured on your GPU, then each kernel's FLOP per byte, achieved TFLOP/s and "
-                "TB/s, and the share of its roof it reaches."),
+                "TB/s, and the share of its roof it reaches. The bandwidth roof is the faster of a copy and a "
+                "triad (`c = a + b`), which read and write; the sum beside them only reads and sets no roof. "
+                "The kernels' shapes and FLOP formulas are in the snippet's `kernel_cases`."),
             Run("04_attention/triton_b8_h16_s1024_d64_bf16_warm",
                 "Part 3's missing variant, our Triton attention kernel (forward, causal), checked "
                 "against SDPA in the run: compare its CUDA time per call with the SDPA backends of "
                 "Part 3's notebook."),
         ),
+    ),    Notebook(
+        part=None,
+        slug="training-step",
+        label="A training step, end to end",
+        group="TRAINING",
+        title="Training step notebook: one step read in order, and what slows a loop",
+        intro=(
+            "Every example of the training step post: a small transformer's step with AdamW one tensor "
+            "at a time, per group and fused; a loop that reads a value back every step, three ways, and "
+            "one that does not; a DataLoader without workers, with workers and with pinned memory; a copy "
+            "on a side stream against the same copy on the compute stream; and the step's top kernel "
+            "measured by Nsight Compute (`ncu` on the PATH, or `--ncu PATH`)."
+        ),
+        cells=(
+            "## One step, read in order",
+            Run("10_train_phases/train_b16_s256_l6_d512_foreach_false",
+                "AdamW one tensor at a time. In the trace, find the second host thread, `pt_autograd_0`: "
+                "the backward runs there. Then run `python scripts/analyze.py` on the trace for its phases."),
+            Run("10_train_phases/train_b16_s256_l6_d512_foreach",
+                "`foreach=True`: compare the `Optimizer.step#AdamW.step` label's kernels with the run above."),
+            Run("10_train_phases/train_b16_s256_l6_d512_fused",
+                "`fused=True`: a few kernels per step in the optimizer's label."),
+            "## The GPU waiting on the host",
+            Run("11_host_sync/sync_none_b1024_h4096_l6",
+                "Nothing read back: the host makes the next batch while the GPU runs the last step."),
+            Run("11_host_sync/sync_item_b1024_h4096_l6",
+                "`loss.item()` every step: find `aten::item`, `aten::_local_scalar_dense`, `cudaMemcpyAsync` "
+                "and `cudaStreamSynchronize` in the table, and the idle GPU after each in the trace."),
+            Run("11_host_sync/sync_print_b1024_h4096_l6",
+                "`print(loss)` every step: count the `aten::item` calls against the run above."),
+            Run("11_host_sync/sync_cpu_b1024_h4096_l6",
+                "An accuracy moved with `.cpu()` every step: which op waits here?"),
+            "## Data loading",
+            Run("12_data_loading/data_w0_b64",
+                "No worker: the DataLoader's label, `enumerate(DataLoader)#...__next__`, holds each item's "
+                "augmentation, and the GPU waits."),
+            Run("12_data_loading/data_w4_b64",
+                "Four workers: compare the label's length per step with the run above."),
+            Run("12_data_loading/data_w4_b64_pinned",
+                "Pinned memory and `non_blocking=True`: compare the copy's name on the GPU and the host's "
+                "time in `copy to GPU`."),
+            "## Two streams",
+            Run("13_streams/streams_same_r8192_d4096_m4",
+                "The copy on the compute stream: on the GPU it runs between the products."),
+            Run("13_streams/streams_side_r8192_d4096_m4",
+                "The copy on a side stream: two GPU lanes that overlap."),
+            "## Nsight Compute",
+            Run("14_ncu_top_kernel/ncu_b16_s256_l6_d512",
+                "The step's top kernel, then ncu's throughput and occupancy of one of its launches (under the "
+                "table); the measurement is also written beside the trace as `.ncu.json`."),
+        ),
     ),
 )
+
+# Notebooks whose examples wait for their first GPU run (scripts/series/runs/catalog.py PENDING):
+# not written, published or checked until then.
+PENDING_SLUGS = frozenset({"training-step"})
+NOTEBOOKS = tuple(notebook for notebook in NOTEBOOKS if notebook.slug not in PENDING_SLUGS)

@@ -95,7 +95,7 @@ def _header(notebook: Notebook) -> str:
         "",
         notebook.intro,
         "",
-        f"Companion to [Part {notebook.part}]({_link(notebook.post_url)}), which reads each of these "
+        f"Companion to [{notebook.post_label}]({_link(notebook.post_url)}), which reads each of these "
         "profiles in detail. Each code cell runs a snippet of the repository with the arguments the "
         f"post used, and writes its trace (`.json`) and table (`.txt`) under `{TRACE_DIR}/`.",
         "",

@@ -234,6 +234,7 @@ class Run:
 
     def links(self) -> Markup:
         """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""
+        self.meta  # a run never made fails here, with the command to run, before a file is published
         site_path = trace_site_path(self.example)
         href = publish(site_path, self.example.trace_path)
         name = self.example.trace_path.name
@@ -387,7 +388,7 @@ def notebook_index() -> Markup:
 
     rows = [
         [h("a", {"href": _page_link(n.page_url)}, n.title),
-         h("a", {"href": _page_link(n.post_url)}, f"Part {n.part}"),
+         h("a", {"href": _page_link(n.post_url)}, n.post_label),
          len(n.runs),
          h("a", {"href": _page_link(n.download_url), "download": True}, f"{n.name}.ipynb")]
         for n in notebooks.NOTEBOOKS
@@ -406,7 +407,7 @@ def notebook_actions(docs_path: str) -> Markup:
     return h("div", {"class": "notebook-actions"},
              h("a", {"class": "md-button md-button--primary", "href": _page_link(notebook.download_url),
                      "download": True}, "Download the notebook (.ipynb)"),
-             h("a", {"class": "md-button", "href": _page_link(notebook.post_url)}, f"Read Part {notebook.part}"))
+             h("a", {"class": "md-button", "href": _page_link(notebook.post_url)}, f"Read {notebook.post_label}"))
 
 
 JUPYTER_CSS = "stylesheets/jupyter.css"  # mkdocs-jupyter's JupyterLab stylesheet, shared by the notebook pages

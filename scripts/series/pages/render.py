@@ -25,6 +25,20 @@ def trace_facts(trace: Trace, window=None) -> TraceFacts:
     return facts(trace, window=window)
 
 
+def training_facts(trace: Trace):
+    """The phases of the trace's training steps (scripts.tracefacts.facts.training), or None."""
+    from ...tracefacts.facts.training import training_facts as phases
+
+    return phases(trace)
+
+
+def sync_facts(trace: Trace):
+    """The trace's host syncs that drain the GPU's queue (scripts.tracefacts.facts.syncs), or None."""
+    from ...tracefacts.facts.syncs import sync_facts as drains
+
+    return drains(trace)
+
+
 def summary(trace: Trace, shown: str) -> str:
     """What `python scripts/analyze.py TRACE` prints, naming the trace `shown`."""
     from ...tracefacts.pictures.markup import writable

@@ -213,11 +213,20 @@ def snippet_defaults(snippet: str) -> dict[str, object]:
     return defaults
 
 
-def llama_parameters(hidden: int, intermediate: int, layers: int, heads: int, kv_heads: int,
-                     vocab: int, **_) -> int:
-    """Weights of a LlamaForCausalLM without tied embeddings (transformers' default for Llama)."""
+def llama_modules(hidden: int, intermediate: int, layers: int, heads: int, kv_heads: int,
+                  vocab: int, tied: bool = False, **_) -> dict[str, int]:
+    """Weights of a LlamaForCausalLM by module, from its config: `embed_tokens` (vocab x hidden),
+    the decoder `layers` (attention, MLP and their two norms), the final `norm`, and `lm_head`
+    (vocab x hidden; 0 when tied to the embedding, which then serves as the head)."""
     head_dim = hidden // heads
     attention = 2 * hidden * hidden + 2 * hidden * kv_heads * head_dim  # q, o; k, v
     mlp = 3 * hidden * intermediate  # gate, up, down
     norms = 2 * hidden
-    return layers * (attention + mlp + norms) + 2 * vocab * hidden + hidden
+    return {"embed_tokens": vocab * hidden, "layers": layers * (attention + mlp + norms), "norm": hidden,
+            "lm_head": 0 if tied else vocab * hidden}
+
+
+def llama_parameters(hidden: int, intermediate: int, layers: int, heads: int, kv_heads: int,
+                     vocab: int, **_) -> int:
+    """Weights of a LlamaForCausalLM without tied embeddings (transformers' default for Llama)."""
+    return sum(llama_modules(hidden, intermediate, layers, heads, kv_heads, vocab).values())

@@ -18,6 +18,7 @@ TRACES = ROOT / "traces"
 EXTRAS = {
     "memory": (".memory.json", ".memory.json.gz"),  # memory timeline by category and a summary
     "snapshot": (".snapshot.pickle", ".snapshot.json.gz"),  # the CUDA caching allocator's record
+    "ncu": (".ncu.json", ".ncu.json.gz"),  # Nsight Compute's measurement of one kernel, or why none
 }
 
 
@@ -115,19 +116,11 @@ class Example:
 # repeated by their recorded steps in one run. So is Part 4: its claims compare decode steps of
 # milliseconds (eager against the static cache against the CUDA graph, cuDNN's first call of a
 # step against its others, tokens per second across batch sizes), each after its own warm-up
-# tokens, RECORDED_STEPS per batch size (one more at batch 1, whose first step the comparisons leave
-# out); no claim there is about a process's start, and a process repeat would add 3 to 43 s per
-# example for samples the steps already give.
-# A comparison needs MIN_SAMPLES (10) samples a side (scripts/series/pages/claims.py): the runs
-# below give each comparison of the pages at least that many, by repeats (examples whose samples
-# are their steps across runs) or by recorded steps (those read from the shown trace alone). Three
-# runs for the examples no comparison reads by the step (the cold start's two schedules); five
-# runs made the refresh of Part 1 alone take 330 s on an H200, so the runs go up only where a
-# comparison needs them.
+# tokens, five or three recorded per batch size; no claim there is about a process's start, and a
+# process repeat would add 3 to 43 s per example for samples the steps already give.
+# Three runs: the fewest that a comparison decides on (scripts/claims.MIN_SAMPLES); five made the
+# refresh of Part 1 alone take 330 s on an H200.
 REPEATS = 3
-STEP_REPEATS = 4  # 3 recorded steps a run: 12 samples of a per-step quantity
-FIRST_STEP_REPEATS = 10  # one first recorded step a run: 10 first steps
-RECORDED_STEPS = 10  # for the examples whose comparisons read one trace: 10 calls or steps a side
 
 
 def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype: str = "bf16",
@@ -154,15 +147,13 @@ def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype:
 
 PART1 = (
     # Cold and warm, at the size where the host sets the pace and where the GPU does. Repeated:
-    # the steps' lengths and the time to aten::matmul, cold against warm; the cold 64's first
-    # recorded step against its later ones, one first step per process.
-    *(_matmul_add(size, warm=warm, repeats=FIRST_STEP_REPEATS if (size, warm) == (64, False) else STEP_REPEATS)
-      for size in (64, 4096) for warm in (False, True)),
+    # the steps' lengths and the time to aten::matmul, cold against warm.
+    *(_matmul_add(size, warm=warm, repeats=REPEATS) for size in (64, 4096) for warm in (False, True)),
     # torch.compile, warm: at 64 against warm eager (is a compiled step cheaper on the host?), at
     # 4096 for what it does to the kernels (one addmm, a bias copy and a `badd` GEMM). Repeated:
     # the host time per step, compiled against eager.
-    _matmul_add(64, warm=True, compiled=True, repeats=STEP_REPEATS),
-    _matmul_add(4096, warm=True, compiled=True, repeats=STEP_REPEATS),
+    _matmul_add(64, warm=True, compiled=True, repeats=REPEATS),
+    _matmul_add(4096, warm=True, compiled=True, repeats=REPEATS),
     # The Activity Buffer Request finding: no wait/warmup, then a long active window. Repeated:
     # the first step's cold start, and the buffer request's share of two runs.
     _matmul_add(64, schedule="0,0,3", repeats=REPEATS),
@@ -181,17 +172,13 @@ def _linear(*, warm: bool, compiled: bool) -> Example:
     args += ["--compile"] * compiled + ["--warmup"] * warm
     tag = f"linear_b1024_32x64_bf16_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
     # Repeated: the four runs' steps side by side (is the first recorded step the longest, with
-    # --warmup or without? the eager runs' first steps pooled: five a run), the warm compiled GEMM
-    # against the warm eager one (three steps a run), and the steps after the first, compiled
-    # against eager (two a run, cold and warm pooled).
-    repeats = 5 if not compiled else STEP_REPEATS if warm else REPEATS
-    return Example("02_linear", tag, tuple(args), repeats, cold=not warm)
+    # --warmup or without?) and the warm compiled step against the warm eager one.
+    return Example("02_linear", tag, tuple(args), REPEATS, cold=not warm)
 
 
 def _mlp(snippet: str, impl: str, *extra: str) -> Example:
     # impl ("eager", "compile", "triton") is the last part of the tag the snippet writes.
-    args = ("--batch", "64", "--seq", "128", "--dim", "768", "--hidden", "3072", "--warmup", *extra,
-            "--steps", str(RECORDED_STEPS))  # the three variants compared step by step, from their traces
+    args = ("--batch", "64", "--seq", "128", "--dim", "768", "--hidden", "3072", "--warmup", *extra)
     return Example(snippet, f"mlp_b64_s128_768x3072_bf16_warm_{impl}", args)
 
 
@@ -211,9 +198,7 @@ def _attention(variant: str, backend: str = "", dtype: str = "bf16") -> Example:
     args = ["--variant", variant] + (["--backend", backend] if backend else [])
     args += ["--batch", "8", "--heads", "16", "--seq", "1024", "--head_dim", "64", "--warmup"]
     if dtype != "bf16":
-        args += ["--dtype", dtype]  # the refusals: nothing to compare
-    else:
-        args += ["--steps", str(RECORDED_STEPS)]  # one call per step: the calls are the samples
+        args += ["--dtype", dtype]
     name = f"{variant}_{backend}" if backend else variant
     return Example("04_attention", f"{name}_b8_h16_s1024_d64_{dtype}_warm", tuple(args))
 
@@ -250,16 +235,15 @@ def _llm(phase: str, batches: tuple[int, ...] = (1,), prompt: int = 512, *, stat
 # every new key length), with a static cache alone, and with the static cache compiled into CUDA
 # graphs; then tokens per second against batch size, each sweep in one trace.
 BATCH_SWEEP = (1, 8, 64, 256, 1024, 2048)
-STEADY_TOKENS = RECORDED_STEPS + 1  # the comparisons at batch 1 read the steps after the first
 PART4 = (
-    _llm("prefill", tokens=STEADY_TOKENS),
-    _llm("decode", tokens=STEADY_TOKENS),
-    _llm("decode", attention="flash", tokens=STEADY_TOKENS),
-    _llm("decode", static=True, tokens=STEADY_TOKENS),
-    _llm("decode", static=True, compiled=True, tokens=STEADY_TOKENS),
-    _llm("decode", BATCH_SWEEP, 128, tokens=RECORDED_STEPS),
-    _llm("decode", BATCH_SWEEP, 128, tokens=RECORDED_STEPS, attention="flash"),
-    _llm("decode", BATCH_SWEEP, 128, static=True, compiled=True, tokens=RECORDED_STEPS),
+    _llm("prefill"),
+    _llm("decode"),
+    _llm("decode", attention="flash"),
+    _llm("decode", static=True),
+    _llm("decode", static=True, compiled=True),
+    _llm("decode", BATCH_SWEEP, 128, tokens=3),
+    _llm("decode", BATCH_SWEEP, 128, tokens=3, attention="flash"),
+    _llm("decode", BATCH_SWEEP, 128, static=True, compiled=True, tokens=3),
 )
 
 
@@ -274,9 +258,8 @@ GUIDE = (
 
 def _memory(variant: str) -> Example:
     args = ("--variant", variant, "--batch", "16", "--seq", "512", "--layers", "8", "--d_model", "512")
-    # Repeated: the step time that checkpointing's recomputation costs, against the baseline's (two
-    # recorded steps a run: five runs give ten).
-    return Example("06_memory", f"train_b16_s512_l8_d512_fp32_{variant}", args, 5, ("memory", "snapshot"))
+    # Repeated: the step time that checkpointing's recomputation costs, against the baseline's.
+    return Example("06_memory", f"train_b16_s512_l8_d512_fp32_{variant}", args, REPEATS, ("memory", "snapshot"))
 
 
 # Part 5's memory: a training step whose peak is mostly the activations saved for backward, and the
@@ -284,13 +267,12 @@ def _memory(variant: str) -> Example:
 PART5_MEMORY = (_memory("baseline"), _memory("checkpoint"))
 
 
-# Part 5: shapes (one Linear at four sequence lengths, grouped by input shape; RECORDED_STEPS
-# recorded steps, so that each length's calls are enough to compare), stacks (the guide's step with Python stacks, the
+# Part 5: shapes (one Linear at four sequence lengths, grouped by input shape; five recorded steps,
+# so that each length's time has its spread), stacks (the guide's step with Python stacks, the
 # optimizer per parameter or fused, and what stacks cost: 30 timed steps per configuration in the
 # same run), and the roofline (the roofs and each kernel's calls, repeated inside the run).
 PART5 = PART5_MEMORY + (
-    Example("07_shapes_stacks", "shapes_b16_s64-256-1024-4096_1024x4096_bf16",
-            ("--mode", "shapes", "--steps", str(RECORDED_STEPS))),
+    Example("07_shapes_stacks", "shapes_b16_s64-256-1024-4096_1024x4096_bf16", ("--mode", "shapes", "--steps", "5")),
     *(Example("07_shapes_stacks", f"stacks_b16_s3_{optimizer}", ("--mode", "stacks", "--optimizer", optimizer))
       for optimizer in ("foreach_false", "fused")),
     Example("08_roofline", "roofline_bf16_t8192_d4096_h14336"),
@@ -312,16 +294,48 @@ def _ddp(bucket_mb: int, straggler: int = -1) -> Example:
 # made late by 20 ms of host work a step, which rank 0's timeline shows as waiting in NCCL.
 PART6 = (_ddp(25), _ddp(1), _ddp(200), _ddp(25, straggler=1))
 
+# The training step post (docs/blog/posts/training-step.md): one step read in order with AdamW's
+# three implementations; a loop that reads a value back every step, three ways, against one that
+# does not; a DataLoader with and without workers and pinned memory; a copy on a side stream
+# against the same copy on the compute stream; and the step's top kernel handed to Nsight Compute.
+# Their claims compare recorded steps within a run (three to five each): no process repeats.
+def _sync(sync: str) -> Example:
+    return Example("11_host_sync", f"sync_{sync}_b1024_h4096_l6", ("--sync", sync))
+
+
+def _data(workers: int, pinned: bool = False) -> Example:
+    return Example("12_data_loading", f"data_w{workers}_b64" + "_pinned" * pinned,
+                   ("--workers", str(workers), *("--pin_memory",) * pinned))
+
+
+TRAINING = (
+    *(Example("10_train_phases", f"train_b16_s256_l6_d512_{optimizer}", ("--optimizer", optimizer))
+      for optimizer in ("foreach_false", "foreach", "fused")),
+    *(_sync(sync) for sync in ("none", "item", "print", "cpu")),
+    _data(0), _data(4), _data(4, pinned=True),
+    *(Example("13_streams", f"streams_{copy}_r8192_d4096_m4", ("--copy", copy)) for copy in ("same", "side")),
+    Example("14_ncu_top_kernel", "ncu_b16_s256_l6_d512", extras=("ncu",)),
+)
+
+# The guide's common mistakes (docs/guide/common-mistakes.md), where no run of the series shows one:
+# a profile without prof.step(), and GPU work timed without torch.cuda.synchronize().
+MISTAKES = tuple(Example("15_mistakes", f"mistake_{mistake}_n8192", ("--mistake", mistake))
+                 for mistake in ("no_step", "no_sync"))
+
 EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + PART5 + PART6
 
 # Examples a refresh runs when named (`make refresh ONLY=...`) but that no page shows yet: the build
 # neither checks their artifacts nor asks for them to be shown. The post that shows one moves it
 # into EXAMPLES.
-PENDING: tuple[Example, ...] = ()
+# The training step post and the common-mistakes guide wait for their first GPU run (make refresh
+# ONLY="10_train_phases 11_host_sync 12_data_loading 13_streams 14_ncu_top_kernel 15_mistakes"):
+# until then their pages are left out of the build (mkdocs.yml exclude_docs) and so is their
+# notebook (scripts/series/notebooks/parts.py PENDING_SLUGS). Once frozen, move them to EXAMPLES.
+PENDING: tuple[Example, ...] = TRAINING + MISTAKES
 
 # The refresh's report splits its time by these.
 PHASES = {"Part 1": PART1, "sweep": SWEEP, "Part 2": PART2, "Part 3": PART3, "Part 4": PART4, "guide": GUIDE,
-          "Part 5": PART5, "Part 6": PART6}
+          "Part 5": PART5, "Part 6": PART6, "training": TRAINING, "mistakes": MISTAKES}
 
 
 def phase_of(example: Example) -> str:

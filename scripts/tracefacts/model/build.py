@@ -109,6 +109,7 @@ class _Builder:
         self.instants: list[Instant] = []
         self.process_names: dict = {}
         self.thread_names: dict = {}
+        self.renamed: dict = {}  # (pid, tid) -> every name of a thread named more than once
         self.raw_count = 0
         self.unusable: Counter = Counter()  # kind -> complete events left out for their times
         self.begun: list[dict] = []  # `B` and `E` events, paired into complete ones at the end
@@ -160,7 +161,11 @@ class _Builder:
             if raw.get("name") == "process_name":
                 self.process_names[_id(raw.get("pid"))] = name
             elif raw.get("name") == "thread_name":
-                self.thread_names[(_id(raw.get("pid")), _id(raw.get("tid")))] = name
+                key = (_id(raw.get("pid")), _id(raw.get("tid")))
+                earlier = self.thread_names.get(key)
+                if earlier is not None and earlier != name:
+                    self.renamed.setdefault(key, [earlier]).append(name)
+                self.thread_names[key] = name
         elif ph in ("i", "I"):
             ts = _time(raw.get("ts"))
             if ts is None:
@@ -437,6 +442,8 @@ class _Builder:
 
     def finish(self, metadata: dict) -> Trace:
         unpaired = self._pair_begun() if self.begun else 0
+        for key, names in self.renamed.items():
+            self.thread_names[key] = _own_name(key, names, self.thread_names)
         events = self.events
         if not events and not self.skipped and self.raw_count and not self.instants:
             if self.unusable:
@@ -484,6 +491,17 @@ class _Builder:
             notes.append(f"{_count(unpaired, 'B/E (begin/end) event')} left out: each needs its other half "
                          "on the same pid and tid")
         return notes
+
+
+def _own_name(key: tuple, names: list[str], thread_names: dict) -> str:
+    """The name of a thread Kineto lists under several: one for each name it saw the thread under,
+    in no fixed order. A thread that named itself (autograd's device threads: `pt_autograd_0`) is
+    also listed under its process's name, the one its main thread (tid = pid) carries in
+    parentheses, `thread 1520 (python3)`: the name of its own wins; else the last one listed."""
+    main = thread_names.get((key[0], key[0]), "")
+    generic = main[main.rfind("("):] if main.endswith(")") and "(" in main else None
+    own = [name for name in names if not (generic and name.endswith(generic))]
+    return own[-1] if own else names[-1]
 
 
 def _packed(floats, count: int | None = None) -> bytes:

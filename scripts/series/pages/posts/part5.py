@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -141,6 +141,47 @@ def step_seconds(run) -> Spread:
     return run.step_samples("dur_us", skip_first=False)
 
 
+@dataclass(frozen=True)
+class StepSplit:
+    """Medians over the shown trace's recorded steps, from the analyzer's facts of each step: its
+    length, the GPU's busy time and the time the GPU sat idle waiting on the host."""
+
+    dur_us: float
+    busy_us: float
+    host_wait_us: float
+
+
+def step_split(run) -> StepSplit:
+    from statistics import median
+
+    from ....tracefacts.facts.analysis import facts
+
+    splits = [s.time_split for s in facts(run.trace, top=0).steps if s.time_split is not None]
+    if not splits:
+        raise ValueError(f"{run.example.key}: no recorded step with GPU activity")
+    return StepSplit(median(t.span_us for t in splits), median(t.busy_us for t in splits),
+                     median(t.host_wait_us for t in splits))
+
+
+@dataclass(frozen=True)
+class ExtraTime:
+    """What a change added to a step (`after` less `before`), split into GPU work and host wait."""
+
+    total_us: float
+    busy_us: float
+    host_wait_us: float
+
+    @property
+    def mostly(self) -> str:
+        """Which of the two made most of the extra time: "host wait" or "GPU work"."""
+        return "host wait" if self.host_wait_us > self.busy_us else "GPU work"
+
+
+def extra_time(before: StepSplit, after: StepSplit) -> ExtraTime:
+    return ExtraTime(after.dur_us - before.dur_us, after.busy_us - before.busy_us,
+                     after.host_wait_us - before.host_wait_us)
+
+
 # --- shapes --------------------------------------------------------------------------------------
 
 
@@ -173,7 +214,11 @@ def rows_named(data: ProfilerTable, name: str) -> int:
     return sum(row[0] == name for row in data.rows)
 
 
-def shown_table(data: ProfilerTable, run, what: str) -> Markup:
+def shown_table(data: ProfilerTable, run, what: str, only: tuple[str, ...] = ()) -> Markup:
+    """The table as the snippet printed it; `only`: just the rows of these ops (the caption says so)."""
+    if only:
+        data = replace(data, rows=tuple(r for r in data.rows if r[0] in only))
+        what = f"{what}, the rows of {', '.join(only)} only"
     return render_table(data, caption=f"{run.example.command} — {what} — {run.caption()}")
 
 
@@ -275,6 +320,56 @@ def stack_cost(run) -> StackCost:
     steps = {config: samples(values, label=f"step time, {config}", runs=[run.example.key])
              for config, values in doc["step_samples_us"].items()}
     return StackCost(steps, doc["trace_bytes_with_stack"], doc["trace_bytes_without_stack"], doc["steps_per_trace"])
+
+
+# The run whose rotated timing measures the profiler's own cost: one training step of the guide's
+# model with AdamW(foreach=False), a Python loop of small ops, where the per-op cost shows most.
+OVERHEAD_RUN = "07_shapes_stacks/stacks_b16_s3_foreach_false"
+
+
+@dataclass(frozen=True)
+class ProfilerOverhead:
+    """One training step, synchronized, timed without the profiler, under it, and under it with
+    stacks (the snippet's rotated rounds, in one process)."""
+
+    key: str
+    none: Spread
+    profiled: Spread
+    stacks: Spread
+
+    @property
+    def slowdown(self) -> float:
+        """The profiled step's median over the unprofiled one's."""
+        return self.profiled.median / self.none.median
+
+
+def profiler_overhead(run=None) -> ProfilerOverhead:
+    """The profiler's cost on a step, measured once (Part 5's stacks run); Part 2 quotes it too."""
+    from ..helpers import example
+
+    run = run or example(OVERHEAD_RUN)
+    steps = stack_cost(run).steps
+    return ProfilerOverhead(run.example.key, steps["no profiler"], steps["profiler"], steps["profiler + with_stack"])
+
+
+def profiler_overhead_sentence() -> str:
+    """The one sentence other posts quote, checked: how much the profiler slowed this step."""
+    from ..claims import compare, worded
+
+    o = profiler_overhead()
+    c = compare(o.profiled, o.none, what="training step", names=("profiler", "no profiler"))
+    return worded(
+        c,
+        higher=f"The profiler inflates every CPU cost (it records each op): under it, a small training step of "
+               f"ours took {c.words} its time without it{c.aside}, as measured in Part 5, so an unprofiled run "
+               "is less CPU-heavy.",
+        same="The profiler records each op, yet measured in Part 5 it leaves a small training step of ours about "
+             "as long as without it.",
+        unclear="The profiler records each op; measured in Part 5, whether it slows a small training step of ours "
+                f"the samples do not settle ({c.ratio_text} at the median).",
+        lower="The profiler records each op, yet measured in Part 5 a small training step of ours is even shorter "
+              f"under it: {c.words} its time without it{c.aside}.",
+        too_few=f"The profiler's cost on a small training step of ours, measured in Part 5: {c.shortfall}.")
 
 
 # --- the roofline --------------------------------------------------------------------------------
@@ -415,11 +510,19 @@ def achieved(flops: float, spread: Spread) -> Spread:
                    label=f"TFLOP/s of {spread.label}", runs=spread.runs)
 
 
-def decode_bytes_per_token(weights: int, layers: int, kv_heads: int, head_dim: int, context: int,
+def decode_weights_read(modules: dict[str, int], hidden: int) -> int:
+    """Weights one decode step at batch 1 reads, from `llama_modules`: one row of the input
+    embedding (the token's), and every other weight whole. The LM head is read whole, tied or not:
+    when tied, the embedding's whole table serves as the head."""
+    head = modules["lm_head"] or modules["embed_tokens"]
+    return hidden + modules["layers"] + modules["norm"] + head
+
+
+def decode_bytes_per_token(weights_read: int, layers: int, kv_heads: int, head_dim: int, context: int,
                            size: int = 2) -> int:
-    """What one decode step at batch 1 must read at least: every weight once, and the keys and
-    values of every earlier token in every layer."""
-    return weights * size + 2 * layers * kv_heads * head_dim * context * size
+    """What one decode step at batch 1 must read at least: the weights it reads
+    (`decode_weights_read`) once, and the keys and values of every earlier token in every layer."""
+    return weights_read * size + 2 * layers * kv_heads * head_dim * context * size
 
 
 # --- the exercises --------------------------------------------------------------------------------
