@@ -13,7 +13,7 @@ from array import array
 from collections import deque
 from bisect import bisect_left
 from itertools import compress, islice, repeat
-from operator import add, eq, ge, gt, le, lt, neg, or_, sub
+from operator import add, ge, gt, le, lt, neg, or_, sub
 
 from .terms import HOST_WORK_KINDS, KERNEL_WAIT_US
 from ..model.intervals import (Merged, intersection, sorted_values, union_of_arrays, union_of_spans,
@@ -91,11 +91,19 @@ class TraceIndex:
         self._placed_at = array("i" if len(order) < (1 << 31) else "q", [0]) * len(order)
         deque(map(self._placed_at.__setitem__, order, range(len(order))), 0)
         del order, parts
+        # Each device's rows, found in one pass (not a pass over every row for each device):
+        # `_idle_before` reads them too.
+        self._device_rows = rows_by(self.device_of)
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
-            device: union_of_arrays(*where(self.device_of, device, self.starts, self.ends))
-            for device in self.devices
+            device: union_of_arrays(*self._on_device(device)) for device in self.devices
         }
+
+    def _on_device(self, device) -> list:
+        """The starts and ends of one device's activities (of all of them, the columns)."""
+        if len(self._device_rows) == 1:
+            return [self.starts, self.ends]
+        return taken_all([self.starts, self.ends], self._device_rows[device])
 
     def _gaps(self) -> None:
         """Every gap between consecutive activities of a stream, categorized as HTA does, sorted
@@ -107,7 +115,7 @@ class TraceIndex:
         launch_starts = _at_rows(call_starts, self.launches, repeat(-math.inf))
         pairs = Coded()  # (device, stream) of each
         pairs.extend_pairs(list(self.device_of), list(self.stream_of))
-        by_stream = _rows_by(pairs)  # in placing order
+        by_stream = rows_by(pairs)  # in placing order
         by_start = self._by_start_of_streams(pairs, by_stream)
         del pairs, self._placed_at
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
@@ -149,11 +157,10 @@ class TraceIndex:
         that order are not in order of start (NaN) is left out (sorted by `_by_start`)."""
         rows = self._placed_at
         found = {}
-        if len(by_stream) > 1:
-            codes = taken(pairs.codes, rows)
+        if len(by_stream) > 1:  # each stream's rows in the table's order, in one pass
+            grouped = grouped_by(rows, taken(pairs.codes, rows))
         for key in by_stream:
-            mine = rows if len(by_stream) == 1 else array(rows.typecode, compress(
-                rows, map(eq, codes, repeat(pairs._code[key]))))
+            mine = rows if len(by_stream) == 1 else grouped[pairs._code[key]]
             starts = taken(self.starts, mine)
             if all(map(le, starts, islice(starts, 1, None))):
                 longest_first_at_equal_starts(mine, starts, neg)  # ties: the lower row first
@@ -176,7 +183,7 @@ class TraceIndex:
         streams: dict = {}  # device -> its streams' keys
         for key in self._by_stream_start:
             streams.setdefault(key[0], []).append(key)
-        for device, members in _rows_by(self.device_of).items():
+        for device, members in self._device_rows.items():
             keys = streams[device]
             # A GPU of one stream: its rows, sorted by start already.
             members = (self._by_stream_start[keys[0]] if len(keys) == 1 else
@@ -203,7 +210,7 @@ class TraceIndex:
                         host = gap if gap < host else host
                         host_wait[i], queued[i] = host, gap - host
                 free_at = end if end > free_at else free_at
-        del self._by_stream_start
+        del self._by_stream_start, self._device_rows
 
     def _launches(self) -> None:
         """One match per launch call and the earliest activity it started (a CUDA graph launch
@@ -271,10 +278,10 @@ def _at_rows(column: array, rows: array, instead) -> array:
     return found
 
 
-def _rows_by(keys) -> dict:
+def rows_by(keys) -> dict:
     """key -> its rows, in order, as arrays (4 bytes a row, not an int object's 32); the keys
     in order of their first row. Of a Coded column of few values, a pass over its codes for
-    each (C loops, not a line of Python a row)."""
+    each (C loops, not a line of Python a row); of many, one pass over the rows."""
     if isinstance(keys, Coded) and len(keys.values) <= _FEW_KEYS:
         found = {code: array("i", compress(range(len(keys)), map(code.__eq__, keys.codes)))
                  for code in set(keys.codes)}
@@ -289,21 +296,30 @@ def _rows_by(keys) -> dict:
     return rows
 
 
-_FEW_KEYS = 32  # the most values of a Coded column that `_rows_by` reads a value at a time
+def grouped_by(values: array, codes) -> dict:
+    """code -> the `values` (an array) at the rows of that code, in order: of few distinct
+    codes a pass over them for each (C loops), of many one pass over the rows, never a pass
+    over every row for each code (a trace may hold a stream or a device per kernel)."""
+    distinct = set(codes)
+    if len(distinct) <= _FEW_KEYS:
+        return {code: array(values.typecode, compress(values, map(code.__eq__, codes)))
+                for code in distinct}
+    found: dict = {}
+    for value, code in zip(values, codes):
+        group = found.get(code)
+        if group is None:
+            group = found[code] = array(values.typecode)
+        group.append(value)
+    return found
+
+
+_FEW_KEYS = 32  # the most distinct keys that `rows_by` and `grouped_by` read a key at a time
 
 
 def _by_start(rows: array, starts) -> array:
     """The rows sorted by their starts, a stable sort (as `rows.sort(key=starts.__getitem__)`)."""
     order = stable_order(taken(starts, rows))[0]
     return taken(rows, order)
-
-
-def where(keys: list, key, *columns: list) -> list[list]:
-    """The columns' values in the rows whose key is `key`."""
-    if all(map(eq, keys, repeat(key))):
-        return list(columns)
-    chosen = bytes(map(eq, keys, repeat(key)))
-    return [kept(column, chosen) for column in columns]
 
 
 def kept(column, chosen):

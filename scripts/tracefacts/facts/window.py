@@ -19,10 +19,11 @@ from .terms import (COMPUTE_BOUND_MIN_BUSY_OR_QUEUED_PCT, GAP_MIN_US, HTA_LAUNCH
                              NO_GPU, OVERHEAD_BOUND_MIN_HOST_WAIT_PCT, TOP_KERNELS, WIDEST_GAPS,
                              Gap, KernelStat, LaunchedWork, LaunchStats, StreamIdle,
                              TemporalBreakdown, Verdict, WindowFacts)
-from .index import GAP_CATEGORIES, TraceIndex, kept, where
+from .index import GAP_CATEGORIES, TraceIndex, kept, rows_by
 from .text import _ms
 from ..model.intervals import Merged, covered, union_of_arrays
 from ..model.columnar.orders import has_nan
+from ..model.columnar.rows import taken_all
 from ..model.trace import Trace, Window
 
 def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNELS) -> WindowFacts:
@@ -101,7 +102,9 @@ def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, w
         return None
     if len(index.devices) > 1:
         devices, starts, ends = index.device_of[lo:hi], index.starts[lo:hi], index.ends[lo:hi]
-        busy = sum(_union_of(*where(devices, device, starts, ends)).busy
+        # Each device's rows found in one pass, not a pass over the rows for each device.
+        rows = rows_by(index.device_of.with_codes(index.device_of.codes[lo:hi]))
+        busy = sum(_union_of(*taken_all([starts, ends], rows[device])).busy
                    for device in set(devices))
     else:
         busy = merged.busy
