@@ -35,10 +35,19 @@ def idle_intervals(trace: Trace, window: Window) -> list[tuple[float, float]]:
     """The stretches (start, end) of the window in which no GPU activity ran, edges included:
     the GPU idle gaps a timeline of the window shades."""
     activities = trace.gpu_activities  # in time order
-    starts = [e.ts for e in activities]
+    starts = _activity_starts(trace)
     first = bisect_left(starts, window.start - 1e6)  # an activity may begin before the window
     busy = [(e.ts, e.end) for e in activities[first:bisect_left(starts, window.end)]]
     return gaps(busy, window.start, window.end)
+
+
+def _activity_starts(trace: Trace) -> list[float]:
+    """The starts of the trace's GPU activities, made once (a trace of many steps asks for
+    them per step)."""
+    found = trace.__dict__.get("_activity_starts")
+    if found is None:
+        found = trace.__dict__["_activity_starts"] = [e.ts for e in trace.gpu_activities]
+    return found
 
 
 def _idle_stretches(trace: Trace, window: Window) -> list[float]:
