@@ -8,14 +8,13 @@ functions from a loaded Trace to dataclasses; the pages and plots read these, ne
 
 from __future__ import annotations
 
-import math
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import asdict, dataclass
 
 # GAP_MIN_US: idle stretches shorter than this are not gaps (one definition, in analysis)
 from .analysis import GAP_MIN_US, WindowFacts, facts_of_windows
-from ..model.intervals import gaps, total
+from ..model.intervals import LatestEnds, gaps, total
 from ..model.trace import Trace, TraceError, Window
 
 SWEEP_BLOCK = re.compile(r"^(eager|compile|graph) n=(\d+)$")
@@ -39,62 +38,29 @@ def idle_intervals(trace: Trace, window: Window) -> list[tuple[float, float]]:
     """The stretches (start, end) of the window in which no GPU activity ran, edges included:
     the GPU idle gaps a timeline of the window shades. The activities that began up to
     LOOK_BACK_US before the window cover its start up to the latest of their ends: that one
-    end is read (`_LatestEnd`), not each of them, which for windows shorter than LOOK_BACK_US
+    end is read (`LatestEnds`), not each of them, which for windows shorter than LOOK_BACK_US
     (a trace's steps) would be a pass over the activities of many windows for each."""
     start, end = window.start, window.end
-    activities, latest = _by_start(trace)
-    first = bisect_left(latest.starts, start - LOOK_BACK_US)
-    last = bisect_left(latest.starts, end)
-    inside = min(bisect_left(latest.starts, start), last)
+    activities, starts, ends = _by_start(trace)
+    first = bisect_left(starts, start - LOOK_BACK_US)
+    last = bisect_left(starts, end)
+    inside = min(bisect_left(starts, start), last)
     busy = [(e.ts, e.end) for e in activities[inside:last]]
-    reach = latest(first, inside)  # [start, reach] is covered (clipped to the window by gaps)
+    reach = ends.latest(first, inside)  # [start, reach] is covered (clipped to the window by gaps)
     if reach > start:
         busy.append((start, reach))
     return gaps(busy, start, end)
 
 
-def _by_start(trace: Trace) -> tuple[list, _LatestEnd]:
-    """The trace's GPU activities (in time order) and `_LatestEnd` of them, made once (a trace
-    of many steps asks for them per step)."""
+def _by_start(trace: Trace) -> tuple[list, list[float], LatestEnds]:
+    """The trace's GPU activities (in time order), their starts and `LatestEnds` of them, made
+    once (a trace of many steps asks for them per step)."""
     found = trace.__dict__.get("_activities_by_start")
     if found is None:
         activities = trace.gpu_activities
         found = trace.__dict__["_activities_by_start"] = (
-            activities, _LatestEnd([e.ts for e in activities], [e.end for e in activities]))
+            activities, [e.ts for e in activities], LatestEnds([e.end for e in activities]))
     return found
-
-
-class _LatestEnd:
-    """The latest end of the rows [lo, hi) of a table (rows by start), for any range, in time
-    independent of its length: the latest end of each block of _BLOCK rows, and of each run of
-    2**k blocks (a sparse table), so that a range reads two of those and at most 2 * _BLOCK
-    rows at its edges. A NaN end never counts (as no comparison with it holds)."""
-
-    def __init__(self, starts: list[float], ends: list[float]):
-        self.starts = starts
-        self.ends = ends = [e if e == e else -math.inf for e in ends]
-        level = [max(ends[i:i + _BLOCK]) for i in range(0, len(ends), _BLOCK)]
-        self.levels = [level]  # levels[k][i]: the latest end of blocks i .. i + 2**k - 1
-        blocks, span = len(level), 1
-        while 2 * span <= blocks:
-            level = list(map(max, level[:len(level) - span], level[span:]))
-            self.levels.append(level)
-            span *= 2
-
-    def __call__(self, lo: int, hi: int) -> float:
-        """The latest end of rows [lo, hi); -inf for none."""
-        ends = self.ends
-        if hi - lo <= 2 * _BLOCK:
-            return max(ends[lo:hi], default=-math.inf)
-        first, last = -(-lo // _BLOCK), hi // _BLOCK  # the whole blocks inside: [first, last)
-        k = (last - first).bit_length() - 1
-        level = self.levels[k]
-        return max(max(ends[lo:first * _BLOCK], default=-math.inf),
-                   max(ends[last * _BLOCK:hi], default=-math.inf),
-                   level[first], level[last - (1 << k)])
-
-
-_BLOCK = 64
 
 
 def _idle_stretches(trace: Trace, window: Window) -> list[float]:

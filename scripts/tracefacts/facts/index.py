@@ -16,8 +16,8 @@ from itertools import compress, islice, repeat
 from operator import add, ge, gt, le, lt, neg, or_, sub
 
 from .terms import HOST_WORK_KINDS, KERNEL_WAIT_US
-from ..model.intervals import (Merged, intersection, sorted_values, union_of_arrays, union_of_spans,
-                        union_of_times)
+from ..model.intervals import (LatestEnds, Merged, intersection, sorted_values, union_of_arrays,
+                        union_of_spans, union_of_times)
 from ..model.launches import activity_table, launch_table
 from ..model.columnar.rows import (Coded, longest_first_at_equal_starts, pieces, stable_order,
                      stable_order_in_pieces, taken, taken_all)
@@ -98,6 +98,8 @@ class TraceIndex:
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
             device: union_of_arrays(*self._on_device(device)) for device in self.devices
         }
+        self._busy_pool = (_BusyPool(self.busy_by_device)
+                           if len(self.busy_by_device) > _FEW_KEYS else None)
 
     def _on_device(self, device) -> list:
         """The starts and ends of one device's activities (of all of them, the columns)."""
@@ -248,10 +250,49 @@ class TraceIndex:
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
 
+    def busy_devices(self, window: Window) -> list:
+        """The devices of `busy_by_device`, in its order, busy at some time in the window: of
+        a few, all of them; of many, those with a busy interval that begins before the
+        window's end and ends after its start, found without a look at every device for each
+        window (a trace of a device per kernel and a step per kernel). Any other device's busy
+        time in the window is 0.0, which a sum may leave out unchanged."""
+        if self._busy_pool is None:
+            return list(self.busy_by_device)
+        return self._busy_pool.overlapping(window.start, window.end)
+
     def placed_range(self, window: Window) -> tuple[int, int]:
         """The activities placed in the window: [lo, hi) of the activity columns."""
         return (bisect_left(self.placed_times, window.start),
                 bisect_left(self.placed_times, window.end))
+
+
+class _BusyPool:
+    """The busy intervals of every device together, by start, each with its device's number:
+    those of a window are a range of them, and those that began before it and still run in it
+    are the ones of that prefix that end after its start (`LatestEnds`)."""
+
+    def __init__(self, busy_by_device: dict):
+        starts, ends, owners = array("d"), array("d"), array("i")
+        for number, (device_starts, device_ends) in enumerate(busy_by_device.values()):
+            starts += array("d", device_starts)
+            ends += array("d", device_ends)
+            owners += array("i", [number]) * len(device_starts)
+        order, self.starts = stable_order(starts)
+        self.owners = taken(owners, order)
+        self.ends = LatestEnds(taken(ends, order))
+        self.devices = list(busy_by_device)
+
+    def overlapping(self, start: float, end: float) -> list:
+        """The devices, in order, with an interval that begins before `end` and ends after
+        `start`."""
+        if start != start or end != end:  # NaN: no interval overlaps (nor does `covered` find one)
+            return []
+        starts, owners = self.starts, self.owners
+        inside = range(bisect_left(starts, start), bisect_left(starts, end)) if start < end else ()
+        earlier = self.ends.ending_after(0, bisect_left(starts, min(start, end)), start)
+        numbers = set(map(owners.__getitem__, inside))
+        numbers.update(map(owners.__getitem__, earlier))
+        return [self.devices[number] for number in sorted(numbers)]
 
 
 def _kernel_kinds(names: Coded, kinds: Coded) -> Coded:

@@ -33,7 +33,8 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
     starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds.codes[lo:hi]
     merged = _union_of_range(index, lo, hi, starts, ends)
     n_gpus = max(len(index.devices), 1)
-    busy = sum((covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
+    busy = sum((covered(index.busy_by_device[device], window.start, window.end)
+                for device in index.busy_devices(window)), 0.0)
     cpu_work = covered(index.host_work, window.start, window.end)
     cpu_wait = covered(index.host_wait, window.start, window.end)
     busy_pct = _pct(busy, window.dur * n_gpus)
