@@ -1,9 +1,9 @@
 """The analyzer's time grows linearly (or as n log n) with a trace's size in each dimension
 that a hostile or unlucky trace can make large: ranks with many steps and collectives, a device
-per kernel, a stream per kernel, many ProfilerSteps. Each case is timed at N and GROWTH * N in
+per kernel, a stream per kernel, a host thread per op, many ProfilerSteps. Each case is timed at N and GROWTH * N in
 this process and the ratio must stay below MAX_RATIO: about GROWTH when linear, GROWTH ** 2
 when quadratic, as such passes once were (a step looked up by name in a list, every row
-filtered once per device or stream, every earlier activity read again for each step).
+filtered once per device, stream or thread, every earlier activity read again for each step).
 
 The time is the process's CPU time (time.process_time) of the analysis call, the least of
 REPEATS runs, the two sizes' runs taken in turn: on a machine shared with other work, wall
@@ -23,11 +23,13 @@ from dataclasses import replace
 
 from scripts.tracefacts.facts.analysis import COLUMN_KINDS, facts, summary_text
 from scripts.tracefacts.facts.blocks import blocks_of, blocks_text
+from scripts.tracefacts.facts.details import details, details_lines
 from scripts.tracefacts.facts.ranks import cross_rank, facts_of_rank, report_text
-from scripts.tracefacts.model.trace import Trace, Window, build_trace, paused_gc
+from scripts.tracefacts.model.trace import Trace, Window, build_trace, load_trace, paused_gc
 from scripts.tracefacts.pictures.timeline.plan import plan_timeline
 from tests.fixtures.scaling import (many_steps, one_kernel_per_device, one_kernel_per_stream,
-                                    two_ranks)
+                                    one_op_per_thread, two_ranks)
+from tests.fixtures.synth import write_trace
 
 GROWTH = 4
 MAX_RATIO = 8.0  # between GROWTH (linear) and GROWTH ** 2 (quadratic)
@@ -98,6 +100,20 @@ def test_one_kernel_per_stream():
     """N kernels on one device, each on a stream of its own: the facts (the gaps and idle time
     of every stream)."""
     assert_linear(one_kernel_per_stream, 2500, as_columns, summary)
+
+
+def test_one_op_per_thread(tmp_path):
+    """N ops recorded with stacks, each on a host thread of its own: the facts, and the shapes
+    and stacks (`analyze.py TRACE` reads them, the ops' args in the same pass)."""
+    def build(data):
+        path = write_trace(data, tmp_path / f"threads_{len(data['traceEvents'])}.json")
+        return [load_trace(path, skip_kinds=COLUMN_KINDS, op_args=True)]
+
+    def analyze(trace):
+        summary(trace)
+        details_lines(details(trace))
+
+    assert_linear(one_op_per_thread, 1200, build, analyze)
 
 
 def test_many_profiler_steps():
