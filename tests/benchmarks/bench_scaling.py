@@ -1,19 +1,20 @@
 """The command line's time against a trace's size in each dimension that a hostile or unlucky
 trace can make large: ranks with N steps and 2N collectives each, N kernels each on a device of
-its own, N kernels each on a stream of its own, N ProfilerSteps. Linear growth doubles the time
-when N doubles (ratio 2); quadratic growth quadruples it.
+its own, N kernels each on a stream of its own, N ops each on a host thread of its own, N
+ProfilerSteps. Linear growth doubles the time when N doubles (ratio 2); quadratic growth
+quadruples it.
 
-    .venv/bin/python tests/benchmarks/bench_scaling.py [--cases ranks,devices,streams,steps]
+    .venv/bin/python tests/benchmarks/bench_scaling.py [--cases ranks,devices,streams,threads,steps]
         [--sizes 1000,2000,4000,8000] [--repeat N]
 
 Each trace is made by tests/fixtures/scaling.py and written to a temporary folder, then read
 by `analyze.py` in this process (`main`, its output discarded): `analyze.py TRACE` and
-`analyze.py TRACE --svg OUT` for one trace, `analyze.py DIR --workers 1` for the ranks (one
-process, so that its CPU time is the whole run's). Per size: the number of events, then the
-least wall time (perf_counter) and CPU time (process_time) of --repeat runs, each with its
-ratio to the size before. Not a test (tests/test_scaling.py holds the growth to a bound): the
-machine's load moves the wall times; the CPU times are the steadier column on a shared machine.
-"""
+`analyze.py TRACE --svg OUT` for one trace, `analyze.py DIR --workers 1` for the ranks; all of
+it in this one process (no forked child for the details either), so that its CPU time is the
+whole run's. Per size: the number of events, then the least wall time (perf_counter) and CPU
+time (process_time) of --repeat runs, each with its ratio to the size before. Not a test
+(tests/test_scaling.py holds the growth to a bound): the machine's load moves the wall times;
+the CPU times are the steadier column on a shared machine."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import gzip
 import io
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -31,14 +33,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from scripts.tracefacts.entry.beside import FORK_ENV  # noqa: E402
 from scripts.tracefacts.entry.cli import main  # noqa: E402
 from tests.fixtures.scaling import (many_steps, one_kernel_per_device,  # noqa: E402
-                                    one_kernel_per_stream, two_ranks)
+                                    one_kernel_per_stream, one_op_per_thread, two_ranks)
 
 CASES = {  # name: (what N counts, the trace(s) of size N)
     "ranks": ("steps of 2 ranks (2 NCCL collectives a step)", two_ranks),
     "devices": ("kernels, each on a device of its own", one_kernel_per_device),
     "streams": ("kernels, each on a stream of its own", one_kernel_per_stream),
+    "threads": ("ops recorded with stacks, each on a host thread of its own", one_op_per_thread),
     "steps": ("ProfilerSteps of 2 ops each", lambda n: many_steps(n, ops=2)),
 }
 DEFAULT_SIZES = (1000, 2000, 4000, 8000)
@@ -110,6 +114,7 @@ def main_bench(argv=None) -> None:
     if unknown:
         parser.error(f"unknown cases: {', '.join(unknown)}")
     sizes = [int(size) for size in args.sizes.split(",")]
+    os.environ[FORK_ENV] = "0"  # the details in this process: its CPU time is all of the run's
     with tempfile.TemporaryDirectory() as folder:
         for case in cases:
             bench(case, sizes, args.repeat, Path(folder))
