@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 # GAP_MIN_US: idle stretches shorter than this are not gaps (one definition, in analysis)
 from .analysis import GAP_MIN_US, WindowFacts, facts_of_windows
-from ..model.intervals import gaps, total
+from ..model.intervals import LatestEnds, gaps, total
 from ..model.names import text_lines
 from ..model.trace import Trace, TraceError, Window
 
@@ -34,14 +34,36 @@ def _annotations(trace: Trace, pattern: re.Pattern) -> list:
     return [e for e in trace.by_kind.get("annotation", []) if pattern.match(e.name)]
 
 
+LOOK_BACK_US = 1e6  # how long before a window an activity that runs into it may have begun
+
+
 def idle_intervals(trace: Trace, window: Window) -> list[tuple[float, float]]:
     """The stretches (start, end) of the window in which no GPU activity ran, edges included:
-    the GPU idle gaps a timeline of the window shades."""
-    activities = trace.gpu_activities  # in time order
-    starts = [e.ts for e in activities]
-    first = bisect_left(starts, window.start - 1e6)  # an activity may begin before the window
-    busy = [(e.ts, e.end) for e in activities[first:bisect_left(starts, window.end)]]
-    return gaps(busy, window.start, window.end)
+    the GPU idle gaps a timeline of the window shades. The activities that began up to
+    LOOK_BACK_US before the window cover its start up to the latest of their ends: that one
+    end is read (`LatestEnds`), not each of them, which for windows shorter than LOOK_BACK_US
+    (a trace's steps) would be a pass over the activities of many windows for each."""
+    start, end = window.start, window.end
+    activities, starts, ends = _by_start(trace)
+    first = bisect_left(starts, start - LOOK_BACK_US)
+    last = bisect_left(starts, end)
+    inside = min(bisect_left(starts, start), last)
+    busy = [(e.ts, e.end) for e in activities[inside:last]]
+    reach = ends.latest(first, inside)  # [start, reach] is covered (clipped to the window by gaps)
+    if reach > start:
+        busy.append((start, reach))
+    return gaps(busy, start, end)
+
+
+def _by_start(trace: Trace) -> tuple[list, list[float], LatestEnds]:
+    """The trace's GPU activities (in time order), their starts and `LatestEnds` of them, made
+    once (a trace of many steps asks for them per step)."""
+    found = trace.__dict__.get("_activities_by_start")
+    if found is None:
+        activities = trace.gpu_activities
+        found = trace.__dict__["_activities_by_start"] = (
+            activities, [e.ts for e in activities], LatestEnds([e.end for e in activities]))
+    return found
 
 
 def _idle_stretches(trace: Trace, window: Window) -> list[float]:

@@ -17,7 +17,7 @@ from operator import add, eq, ge, gt, le, lt, neg, not_, or_, sub
 
 from .kernels import work_class
 from .terms import HOST_WORK_KINDS, KERNEL_WAIT_US
-from ..model.intervals import (Merged, difference, intersection, sorted_values, union_of_arrays,
+from ..model.intervals import (LatestEnds, Merged, difference, intersection, sorted_values, union_of_arrays,
                         union_of_spans, union_of_times)
 from ..model.launches import activity_table, launch_table
 from ..model.columnar.rows import (Coded, longest_first_at_equal_starts, pieces, stable_order,
@@ -98,11 +98,21 @@ class TraceIndex:
         self._placed_at = array("i" if len(order) < (1 << 31) else "q", [0]) * len(order)
         deque(map(self._placed_at.__setitem__, order, range(len(order))), 0)
         del order, parts
+        # Each device's rows, found in one pass (not a pass over every row for each device):
+        # `_idle_before` reads them too.
+        self._device_rows = rows_by(self.device_of)
         self.devices = sorted(set(self.device_of), key=str)
         self.busy_by_device = {  # in arrays: a merged interval of hundreds of thousands each
-            device: union_of_arrays(*where(self.device_of, device, self.starts, self.ends))
-            for device in self.devices
+            device: union_of_arrays(*self._on_device(device)) for device in self.devices
         }
+        self._busy_pool = (_BusyPool(self.busy_by_device)
+                           if len(self.busy_by_device) > _FEW_KEYS else None)
+
+    def _on_device(self, device) -> list:
+        """The starts and ends of one device's activities (of all of them, the columns)."""
+        if len(self._device_rows) == 1:
+            return [self.starts, self.ends]
+        return taken_all([self.starts, self.ends], self._device_rows[device])
 
     def _gaps(self) -> None:
         """Every gap between consecutive activities of a stream, categorized as HTA does, sorted
@@ -114,7 +124,7 @@ class TraceIndex:
         launch_starts = _at_rows(call_starts, self.launches, repeat(-math.inf))
         pairs = Coded()  # (device, stream) of each
         pairs.extend_pairs(list(self.device_of), list(self.stream_of))
-        by_stream = _rows_by(pairs)  # in placing order
+        by_stream = rows_by(pairs)  # in placing order
         by_start = self._by_start_of_streams(pairs, by_stream)
         del pairs, self._placed_at
         self.stream_numbers = {key: number for number, key in enumerate(by_stream)}
@@ -156,11 +166,10 @@ class TraceIndex:
         that order are not in order of start (NaN) is left out (sorted by `_by_start`)."""
         rows = self._placed_at
         found = {}
-        if len(by_stream) > 1:
-            codes = taken(pairs.codes, rows)
+        if len(by_stream) > 1:  # each stream's rows in the table's order, in one pass
+            grouped = grouped_by(rows, taken(pairs.codes, rows))
         for key in by_stream:
-            mine = rows if len(by_stream) == 1 else array(rows.typecode, compress(
-                rows, map(eq, codes, repeat(pairs._code[key]))))
+            mine = rows if len(by_stream) == 1 else grouped[pairs._code[key]]
             starts = taken(self.starts, mine)
             if all(map(le, starts, islice(starts, 1, None))):
                 longest_first_at_equal_starts(mine, starts, neg)  # ties: the lower row first
@@ -184,7 +193,7 @@ class TraceIndex:
         streams: dict = {}  # device -> its streams' keys
         for key in self._by_stream_start:
             streams.setdefault(key[0], []).append(key)
-        for device, members in _rows_by(self.device_of).items():
+        for device, members in self._device_rows.items():
             keys = streams[device]
             # A GPU of one stream: its rows, sorted by start already.
             members = (self._by_stream_start[keys[0]] if len(keys) == 1 else
@@ -212,7 +221,7 @@ class TraceIndex:
                         host_wait[i], queued[i] = host, gap - host
                 free_at = end if end > free_at else free_at
             self._split_idle(device, members, starts, call_ends)
-        del self._by_stream_start, self._hidden
+        del self._by_stream_start, self._device_rows, self._hidden
 
     def _split_idle(self, device, members: array, starts: array, call_ends: array) -> None:
         """The GPU's idle time on `device` (`members`: its activities, `starts` theirs, by
@@ -325,10 +334,61 @@ class TraceIndex:
                                                                   self.launch_times),
                                                       self.call_durs), repeat(0.0)))
 
+    def busy_devices(self, window: Window) -> list:
+        """The devices of `busy_by_device`, in its order, busy at some time in the window: of
+        a few, all of them; of many, those with a busy interval that begins before the
+        window's end and ends after its start, found without a look at every device for each
+        window (a trace of a device per kernel and a step per kernel). Any other device's busy
+        time in the window is 0.0, which a sum may leave out unchanged."""
+        if self._busy_pool is None:
+            return list(self.busy_by_device)
+        return self._busy_pool.overlapping(window.start, window.end)
+
+    def idle_devices(self, kind: str, window: Window) -> list:
+        """The devices of `stalled_by_device` (kind "stalled") or `unattributed_by_device`
+        ("unattributed"), in its order, with such idle time in the window: as `busy_devices`,
+        without a look at every device for each window where there are many."""
+        by_device = self.stalled_by_device if kind == "stalled" else self.unattributed_by_device
+        if len(by_device) <= _FEW_KEYS:
+            return list(by_device)
+        pools = self.__dict__.setdefault("_idle_pools", {})
+        if kind not in pools:
+            pools[kind] = _BusyPool(by_device)
+        return pools[kind].overlapping(window.start, window.end)
+
     def placed_range(self, window: Window) -> tuple[int, int]:
         """The activities placed in the window: [lo, hi) of the activity columns."""
         return (bisect_left(self.placed_times, window.start),
                 bisect_left(self.placed_times, window.end))
+
+
+class _BusyPool:
+    """The busy intervals of every device together, by start, each with its device's number:
+    those of a window are a range of them, and those that began before it and still run in it
+    are the ones of that prefix that end after its start (`LatestEnds`)."""
+
+    def __init__(self, busy_by_device: dict):
+        starts, ends, owners = array("d"), array("d"), array("i")
+        for number, (device_starts, device_ends) in enumerate(busy_by_device.values()):
+            starts += array("d", device_starts)
+            ends += array("d", device_ends)
+            owners += array("i", [number]) * len(device_starts)
+        order, self.starts = stable_order(starts)
+        self.owners = taken(owners, order)
+        self.ends = LatestEnds(taken(ends, order))
+        self.devices = list(busy_by_device)
+
+    def overlapping(self, start: float, end: float) -> list:
+        """The devices, in order, with an interval that begins before `end` and ends after
+        `start`."""
+        if start != start or end != end:  # NaN: no interval overlaps (nor does `covered` find one)
+            return []
+        starts, owners = self.starts, self.owners
+        inside = range(bisect_left(starts, start), bisect_left(starts, end)) if start < end else ()
+        earlier = self.ends.ending_after(0, bisect_left(starts, min(start, end)), start)
+        numbers = set(map(owners.__getitem__, inside))
+        numbers.update(map(owners.__getitem__, earlier))
+        return [self.devices[number] for number in sorted(numbers)]
 
 
 def _kernel_kinds(names: Coded, kinds: Coded, tell=kernel_kind) -> Coded:
@@ -355,10 +415,10 @@ def _at_rows(column: array, rows: array, instead) -> array:
     return found
 
 
-def _rows_by(keys) -> dict:
+def rows_by(keys) -> dict:
     """key -> its rows, in order, as arrays (4 bytes a row, not an int object's 32); the keys
     in order of their first row. Of a Coded column of few values, a pass over its codes for
-    each (C loops, not a line of Python a row)."""
+    each (C loops, not a line of Python a row); of many, one pass over the rows."""
     if isinstance(keys, Coded) and len(keys.values) <= _FEW_KEYS:
         found = {code: array("i", compress(range(len(keys)), map(code.__eq__, keys.codes)))
                  for code in set(keys.codes)}
@@ -373,21 +433,30 @@ def _rows_by(keys) -> dict:
     return rows
 
 
-_FEW_KEYS = 32  # the most values of a Coded column that `_rows_by` reads a value at a time
+def grouped_by(values: array, codes) -> dict:
+    """code -> the `values` (an array) at the rows of that code, in order: of few distinct
+    codes a pass over them for each (C loops), of many one pass over the rows, never a pass
+    over every row for each code (a trace may hold a stream or a device per kernel)."""
+    distinct = set(codes)
+    if len(distinct) <= _FEW_KEYS:
+        return {code: array(values.typecode, compress(values, map(code.__eq__, codes)))
+                for code in distinct}
+    found: dict = {}
+    for value, code in zip(values, codes):
+        group = found.get(code)
+        if group is None:
+            group = found[code] = array(values.typecode)
+        group.append(value)
+    return found
+
+
+_FEW_KEYS = 32  # the most distinct keys that `rows_by` and `grouped_by` read a key at a time
 
 
 def _by_start(rows: array, starts) -> array:
     """The rows sorted by their starts, a stable sort (as `rows.sort(key=starts.__getitem__)`)."""
     order = stable_order(taken(starts, rows))[0]
     return taken(rows, order)
-
-
-def where(keys: list, key, *columns: list) -> list[list]:
-    """The columns' values in the rows whose key is `key`."""
-    if all(map(eq, keys, repeat(key))):
-        return list(columns)
-    chosen = bytes(map(eq, keys, repeat(key)))
-    return [kept(column, chosen) for column in columns]
 
 
 def kept(column, chosen):

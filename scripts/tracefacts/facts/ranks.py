@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -103,12 +104,14 @@ def rank_facts(path: str | Path) -> RankFacts:
 
 def facts_of_rank(trace: Trace) -> RankFacts:
     comm, compute, collectives, measured = _comm_and_compute(trace)
+    # Their overlap once for the trace, each step's read out of it (not made again per step).
+    both = intersection(comm, compute) if len(comm[0]) >= len(compute[0]) else intersection(compute, comm)
     windows = _step_windows(trace)
-    steps = tuple(_step_span(name, start, end, comm, compute) for name, start, end in windows)
+    steps = tuple(_step_span(name, start, end, comm, compute, both) for name, start, end in windows)
     if steps:
         totals = [sum(getattr(s, f) for s in steps) for f in ("comm_us", "compute_us", "overlap_us")]
     else:
-        whole = _step_span("whole trace", 0.0, trace.end_us, comm, compute)
+        whole = _step_span("whole trace", 0.0, trace.end_us, comm, compute, both)
         totals = [whole.comm_us, whole.compute_us, whole.overlap_us]
     info = trace.metadata.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
@@ -154,8 +157,9 @@ def _step_windows(trace: Trace) -> list[tuple[str, float, float]]:
     return [(s.name, s.ts, end) for s, end in zip(steps, ends)]
 
 
-def _step_span(name: str, start: float, end: float, comm: Merged, compute: Merged) -> StepSpan:
-    both = intersection(comm, compute) if len(comm[0]) >= len(compute[0]) else intersection(compute, comm)
+def _step_span(name: str, start: float, end: float, comm: Merged, compute: Merged,
+               both: Merged) -> StepSpan:
+    """One step's times; `both`: the intersection of `comm` and `compute`."""
     return StepSpan(name, start, end, covered(comm, start, end), covered(compute, start, end),
                     covered(both, start, end))
 
@@ -291,12 +295,15 @@ def _offsets(ranks: dict[int, RankFacts]) -> tuple[dict[int, float], str]:
 
 def _steps(ranks, offsets, waits, arrivals, count) -> list[StepRow]:
     names = [s.name for s in next(iter(ranks.values())).steps] if ranks else []
-    common = [n for n in names if all(any(s.name == n for s in f.steps) for f in ranks.values())]
+    # Each rank's steps by name (the first of a name) and its collectives by start: a step is
+    # looked up, and its collectives found, without a pass over all of them for each step.
+    by_name = {r: _first_by_name(f.steps) for r, f in ranks.items()}
+    started = {r: _Starts(f.collectives[:count]) for r, f in ranks.items()}
+    common = [n for n in names if all(n in steps for steps in by_name.values())]
     rows = []
     for name in common:
-        spans = {r: next(s for s in f.steps if s.name == name) for r, f in ranks.items()}
-        inside = {r: [k for k in range(count) if spans[r].start <= f.collectives[k].start < spans[r].end]
-                  for r, f in ranks.items()}
+        spans = {r: steps[name] for r, steps in by_name.items()}
+        inside = {r: started[r].between(spans[r].start, spans[r].end) for r in ranks}
         dur = {r: s.end - s.start for r, s in spans.items()}
         wait = {r: sum(waits[r][k] for k in inside[r]) for r in ranks}
         shared = set.intersection(*(set(v) for v in inside.values())) if inside else set()
@@ -312,6 +319,30 @@ def _steps(ranks, offsets, waits, arrivals, count) -> list[StepRow]:
             rows.append(StepRow(name, dur, wait, slowest, dur[slowest] - median(others) if others else 0.0,
                                 "step length"))
     return rows
+
+
+def _first_by_name(steps: tuple[StepSpan, ...]) -> dict[str, StepSpan]:
+    found: dict[str, StepSpan] = {}
+    for step in steps:
+        found.setdefault(step.name, step)
+    return found
+
+
+class _Starts:
+    """The collectives of one rank by start, to find those that start in a step."""
+
+    def __init__(self, collectives: tuple[Collective, ...]):
+        # NaN starts left out: no step holds them. Sorted by start, then by number.
+        self.order = sorted((k for k, c in enumerate(collectives) if c.start == c.start),
+                            key=lambda k: collectives[k].start)
+        self.starts = [collectives[k].start for k in self.order]
+
+    def between(self, start: float, end: float) -> list[int]:
+        """The numbers k, in order, of the collectives with start <= its start < end."""
+        if not start < end:  # empty, or NaN
+            return []
+        lo, hi = bisect_left(self.starts, start), bisect_left(self.starts, end)
+        return sorted(self.order[lo:hi])
 
 
 # --- text -------------------------------------------------------------------------------------

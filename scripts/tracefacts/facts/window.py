@@ -19,11 +19,12 @@ from .terms import (GAP_MIN_US, GPU_BOUND, HTA_LAUNCH_APIS, MIXED, NO_GPU, OVERH
                     STALLED, TOP_KERNELS, WIDEST_GAPS, Gap, KernelStat, LaunchedWork, LaunchStats,
                     StreamIdle, TemporalBreakdown, TimeSplit, Verdict, WindowFacts,
                     WorkClassShare, pace)
-from .index import GAP_CATEGORIES, TraceIndex, kept, where
+from .index import GAP_CATEGORIES, TraceIndex, kept, rows_by
 from .text import _ms
 from ..model.intervals import Merged, covered, union_of_arrays
 from ..model.names import bounded
 from ..model.columnar.orders import has_nan
+from ..model.columnar.rows import taken_all
 from ..model.trace import Trace, Window
 
 def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNELS) -> WindowFacts:
@@ -33,7 +34,8 @@ def window_facts(index: TraceIndex, window: Window, top: int | None = TOP_KERNEL
     starts, ends, kinds = index.starts[lo:hi], index.ends[lo:hi], index.kinds.codes[lo:hi]
     merged = _union_of_range(index, lo, hi, starts, ends)
     n_gpus = max(len(index.devices), 1)
-    busy = sum((covered(m, window.start, window.end) for m in index.busy_by_device.values()), 0.0)
+    busy = sum((covered(index.busy_by_device[device], window.start, window.end)
+                for device in index.busy_devices(window)), 0.0)
     cpu_work = covered(index.host_work, window.start, window.end)
     cpu_wait = covered(index.host_wait, window.start, window.end)
     busy_pct = _pct(busy, window.dur * n_gpus)
@@ -106,7 +108,9 @@ def _launched_work(index: TraceIndex, lo: int, hi: int, merged: _Union | None, w
         return None
     if len(index.devices) > 1:
         devices, starts, ends = index.device_of[lo:hi], index.starts[lo:hi], index.ends[lo:hi]
-        busy = sum(_union_of(*where(devices, device, starts, ends)).busy
+        # Each device's rows found in one pass, not a pass over the rows for each device.
+        rows = rows_by(index.device_of.with_codes(index.device_of.codes[lo:hi]))
+        busy = sum(_union_of(*taken_all([starts, ends], rows[device])).busy
                    for device in set(devices))
     else:
         busy = merged.busy
@@ -347,10 +351,12 @@ def time_split(index: TraceIndex, window: Window, busy: float) -> TimeSplit:
     time clipped to it), stalled and unattributed idle time (the index's, clipped to it) and
     waiting for the host: the rest."""
     span = window.dur * max(len(index.devices), 1)
-    stalled = sum((covered(m, window.start, window.end)
-                   for m in index.stalled_by_device.values()), 0.0)
-    unattributed = sum((covered(m, window.start, window.end)
-                        for m in index.unattributed_by_device.values()), 0.0)
+    # Only the devices with such idle time in the window: any other's is 0.0, which the sum
+    # (in the devices' order, as before) leaves out unchanged.
+    stalled = sum((covered(index.stalled_by_device[d], window.start, window.end)
+                   for d in index.idle_devices("stalled", window)), 0.0)
+    unattributed = sum((covered(index.unattributed_by_device[d], window.start, window.end)
+                        for d in index.idle_devices("unattributed", window)), 0.0)
     host_wait = max(span - busy - stalled - unattributed, 0.0)
     hidden = (bisect_left(index.hidden_launch_times, window.end)
               - bisect_left(index.hidden_launch_times, window.start))

@@ -127,6 +127,52 @@ def union_of_rows(starts, ends) -> Merged:
     return list(starts), list(ends)
 
 
+class LatestEnds:
+    """Of a table of rows in order of start, their ends: the latest end of any range of rows
+    in time independent of its length (the latest end of each block of _BLOCK rows, and of each
+    run of 2**k blocks: a sparse table; a range reads two of those and at most 2 * _BLOCK rows
+    at its edges), and the rows of a range that end after a time, in time proportional to how
+    many do. A NaN end never counts (as no comparison with it holds)."""
+
+    def __init__(self, ends: Column):
+        self.ends = ends = [e if e == e else -math.inf for e in ends]
+        level = [max(ends[i:i + _BLOCK]) for i in range(0, len(ends), _BLOCK)]
+        self.levels = [level]  # levels[k][i]: the latest end of blocks i .. i + 2**k - 1
+        blocks, span = len(level), 1
+        while 2 * span <= blocks:
+            level = list(map(max, level[:len(level) - span], level[span:]))
+            self.levels.append(level)
+            span *= 2
+
+    def latest(self, lo: int, hi: int) -> float:
+        """The latest end of rows [lo, hi); -inf for none."""
+        ends = self.ends
+        if hi - lo <= 2 * _BLOCK:
+            return max(ends[lo:hi], default=-math.inf)
+        first, last = -(-lo // _BLOCK), hi // _BLOCK  # the whole blocks inside: [first, last)
+        k = (last - first).bit_length() - 1
+        level = self.levels[k]
+        return max(max(ends[lo:first * _BLOCK], default=-math.inf),
+                   max(ends[last * _BLOCK:hi], default=-math.inf),
+                   level[first], level[last - (1 << k)])
+
+    def ending_after(self, lo: int, hi: int, t: float) -> list[int]:
+        """The rows of [lo, hi) whose end is after `t`, in order: halves of the range whose
+        latest end is not after `t` are passed over whole."""
+        found, pending = [], [(max(lo, 0), min(hi, len(self.ends)))]
+        while pending:
+            lo, hi = pending.pop()
+            if hi - lo <= 2 * _BLOCK:
+                found += [i for i in range(lo, hi) if self.ends[i] > t]
+            elif self.latest(lo, hi) > t:
+                middle = (lo + hi) // 2
+                pending += [(middle, hi), (lo, middle)]  # the first half popped first
+        return found
+
+
+_BLOCK = 64
+
+
 # --- in arrays ----------------------------------------------------------------------------------
 # The same unions of millions of rows in arrays of 8 bytes a value: lists of new floats take 32.
 

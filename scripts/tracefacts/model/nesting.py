@@ -78,6 +78,7 @@ class _Nesting:
         self.ts, self.end, self.dur, self.all_threads = ts, end, dur, threads
         self.marked = marked  # rows that `innermost_marked` looks for
         self._threads: dict[tuple, _Thread | None] = {}
+        self._grouped: dict | None | int = 0  # `_many_threads`: 0 until looked at
 
     def _thread(self, thread: tuple) -> _Thread | None:
         found = self._threads.get(thread, 0)
@@ -87,6 +88,14 @@ class _Nesting:
         if threads and threads[0] == thread and threads.count(thread) == len(threads):
             rows, starts = range(len(threads)), ts
             ends = end if end is not None else array("d", map(add, ts, dur))
+        elif self._many_threads() is not None:  # this thread's rows, found with all the others'
+            rows = self._grouped.get(thread)
+            if rows is None:
+                self._threads[thread] = None
+                return None
+            starts = array("d", map(ts.__getitem__, rows))
+            ends = array("d", map(end.__getitem__, rows) if end is not None else
+                         map(add, starts, map(dur.__getitem__, rows)))
         else:
             coded = isinstance(threads, Coded)
             code = threads._code.get(thread) if coded else None
@@ -110,6 +119,16 @@ class _Nesting:
         found = self._threads[thread] = (_Thread(starts, rows, ends, self.marked is not None)
                                          if rows else None)
         return found
+
+    def _many_threads(self) -> dict | None:
+        """Of rows on many threads, every thread's rows (thread -> rows), found in one pass
+        when the first thread is asked for, not a pass over every row for each thread asked
+        (a trace may hold a thread per op); None for few (a pass at C speed for each)."""
+        if self._grouped == 0:  # not looked at yet
+            threads = self.all_threads
+            distinct = len(threads.values) if isinstance(threads, Coded) else len(set(threads))
+            self._grouped = _rows_by(threads) if distinct > _FEW_KEYS else None
+        return self._grouped
 
     def running(self, thread: tuple, t: float) -> Iterator[int]:
         """The rows running at `t` on `thread`, innermost first."""

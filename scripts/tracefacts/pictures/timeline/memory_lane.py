@@ -34,8 +34,11 @@ def add_memory_lane(svg: str, trace: Trace, window: Window, span_us: float | Non
     width, height = float(size.group(1)), float(size.group(2))
     scale = TimeScale.of(window, span_us)
     parts, top = [], height
+    by_name: dict = {}  # as found.device(name), without a search of the devices for each lane
+    for d in found.devices:
+        by_name.setdefault(d.device, d)
     for s in series:
-        device = found.device(s.device)
+        device = by_name.get(s.device)
         parts.append(_lane(s, device, scale, top))
         top += LANE_H + PAD
     grown = top + PAD

@@ -273,15 +273,34 @@ def _gap_label_requests(
     return requests
 
 
-def _gpu_group_name(trace: Trace, pid) -> str:
+def _by_pid(lanes: list[LaneEvents]) -> dict:
+    """pid -> its lanes, in their order."""
+    found: dict = {}
+    for lane in lanes:
+        found.setdefault(lane.pid, []).append(lane)
+    return found
+
+
+def _gpu_models(trace: Trace) -> dict:
+    """deviceProperties' `id` -> the names given for it, in order (read once, not per GPU)."""
+    found: dict = {}
+    for device in trace.gpus:
+        if isinstance(device, dict) and device.get("name"):
+            try:
+                found.setdefault(device.get("id"), []).append(device["name"])
+            except TypeError:  # an id that is a list or an object: no pid equals it
+                pass
+    return found
+
+
+def _gpu_group_name(trace: Trace, pid, models: dict) -> str:
     # Kineto names a GPU's process after the host process ('python3'); its label says 'GPU 0'.
     given = clean_text(trace.process_names.get(pid) or "")
     name = given if given.upper().startswith("GPU") else f"GPU {pid}"
-    for device in trace.gpus:
-        if isinstance(device, dict) and device.get("id") == pid and device.get("name"):
-            model = clean_text(device["name"])
-            if model not in name:
-                name = f"{name} · {model}"
+    for model in models.get(pid, ()):
+        model = clean_text(model)
+        if model not in name:
+            name = f"{name} · {model}"
     return name
 
 
@@ -366,9 +385,8 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
 
     host_lanes = [lane for lane in collected.lanes if not lane.on_gpu]
     gpu_lanes = [lane for lane in collected.lanes if lane.on_gpu]
-    groups = {
-        pid: [lane for lane in host_lanes if lane.pid == pid] for pid in {lane.pid for lane in host_lanes}
-    }
+    # The lanes of each process, grouped in one pass (a trace may hold a GPU per kernel).
+    groups = _by_pid(host_lanes)
     # The program's processes first; the profiler's own overhead after them.
     for pid in sorted(groups, key=lambda pid: (all(map(_only_overhead, groups[pid])), _id_order(pid))):
         group = groups[pid]
@@ -376,10 +394,12 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
         y += GROUP_H
         for lane in group:
             y = _plan_host_lane(plan, lane, trace, y) + LANE_GAP
-    for pid in sorted({lane.pid for lane in gpu_lanes}, key=_id_order):
-        plan.heading(_gpu_group_name(trace, pid), y + GROUP_BASELINE, "group")
+    gpu_groups = _by_pid(gpu_lanes)
+    models = _gpu_models(trace)
+    for pid in sorted(gpu_groups, key=_id_order):
+        plan.heading(_gpu_group_name(trace, pid, models), y + GROUP_BASELINE, "group")
         y += GROUP_H
-        for lane in (lane for lane in gpu_lanes if lane.pid == pid):
+        for lane in gpu_groups[pid]:
             y = _plan_gpu_lane(plan, lane, trace, y, scale) + LANE_GAP
     if not any(lane.activities for lane in gpu_lanes):
         plan.heading("GPU", y + GROUP_BASELINE, "group")
