@@ -65,3 +65,13 @@ def site_pages(site: Path) -> list[str]:
 def posts(site: Path) -> list[str]:
     """The blog posts' paths: Material marks a post's content area with md-content--post."""
     return [p for p in site_pages(site) if "md-content--post" in (site / p / "index.html").read_text(encoding="utf-8")]
+
+
+def excluded_docs() -> set[str]:
+    """The docs/ paths mkdocs.yml's `exclude_docs` leaves out of the build (a post whose runs
+    await their first GPU run, say): in the repository, not on the site."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "mkdocs.yml").read_text(encoding="utf-8")
+    block = text.split("exclude_docs: |\n", 1)[1].split("\n\n", 1)[0]
+    return {line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")}

@@ -210,8 +210,12 @@ def test_perfetto_page_queries_its_own_trace_and_shows_what_the_query_returns(bu
 def test_blog_index_lists_the_posts_newest_first_each_part_after_the_one_before(built_site):
     from mkdocs.utils.meta import get_data
 
+    from tests.site_tools import excluded_docs
+
     meta = {}
     for path in (ROOT / "docs" / "blog" / "posts").glob("*.md"):
+        if path.relative_to(ROOT / "docs").as_posix() in excluded_docs():
+            continue  # not built (yet)
         front = get_data(path.read_text(encoding="utf-8"))[1]
         meta[front["slug"]] = (front["date"], re.match(r"part-(\d+)-", path.name))
     index = (built_site / "blog" / "index.html").read_text(encoding="utf-8")

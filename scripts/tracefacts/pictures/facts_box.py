@@ -116,7 +116,9 @@ def _list(rows) -> Markup:
 
 def _beside(href: str, page: str) -> str:
     """The link to `page`, a sibling of the page `href` links to."""
-    head = href.rstrip("/").rpartition("/")[0]
+    head, _, last = href.rstrip("/").rpartition("/")
+    if last in ("", "."):  # the guide's own page links to itself: its sibling is one folder up
+        return f"{head}/../{page}" if head else f"../{page}"
     return f"{head}/{page}" if head else page
 
 
