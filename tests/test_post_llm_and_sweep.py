@@ -161,6 +161,7 @@ def test_part4_prose_quotes_the_facts_boxes_gpu_busy_only(part4):
     assert "compute-bound" not in section(html, "gpu-bound-on-what").replace("Not compute-bound", "")
 
 
+@pytest.mark.parametrize("run", DRAWN)
 def test_part4_timelines_badge_agrees_with_the_prose(built_site, part4, run):
     """The badge of the picture names the verdict the prose states for the run."""
     from scripts.series.pages.helpers import example
