@@ -166,7 +166,10 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         title="Part 2 notebook: nn.Linear and a fused MLP",
         intro=(
             "Every example of Part 2: one `nn.Linear` cold and warm, eager and compiled, then a GeGLU "
-            "MLP in eager mode, compiled by Inductor, and with the Triton kernel the post writes."
+            "MLP in eager mode, compiled by Inductor, and with the Triton kernel the post writes. The "
+            "post tells one story from these runs; the cells below also hold what it leaves to you: "
+            "the step-by-step lengths of the cold and warm runs, the rest of the kernel names, and the "
+            "launch details that test their reading."
         ),
         cells=(
             "## One nn.Linear layer",
@@ -178,11 +181,32 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "Compiled: compare with the eager table. Which rows are gone, which of the compiler's "
                 "appear, and is the GEMM kernel the same one?"),
             Run("02_linear/linear_b1024_32x64_bf16_warm_eager",
-                "The warm eager run: compare its rows with the cold one's, and read the per-step times "
-                "from the trace, the first recorded step against the others."),
+                "The warm eager run: compare its rows with the cold one's, then open both traces and "
+                "read each recorded step's length. Is the first recorded step the longest, with "
+                "`--warmup` or without? If it is in every run, three untimed calls do not remove that "
+                "cost, and part of it belongs to the profiler's first active step."),
             Run("02_linear/linear_b1024_32x64_bf16_warm_compile",
                 "The warm compiled run: compare its CPU total with the warm eager run to see what the "
-                "compiler's runtime costs on a layer this small."),
+                "compiler's runtime costs on a layer this small, and the GEMM kernel's time per call "
+                "with eager mode's."),
+            "## Reading kernel names\n\n"
+            "cuBLAS's nvjet kernels (on Hopper and later) pack their configuration into the name; NVIDIA "
+            "does not document it, so what follows is a reading to test, not a specification. Split at "
+            "the underscores: the family, the architecture (`sm90`), the types (`tst`: bf16 in, fp32 "
+            "accumulation, bf16 out), the output tile, the K-tile and the pipeline stages, the cluster "
+            "shape, a letter we cannot read, the epilogue (`bz` for beta zero, `bias`, or a schedule such "
+            "as `coopA` and `coopB`) and the layout (`T`: the weight read transposed).\n\n"
+            "The trace lets you test the middle fields. Each kernel event's `args` record its `grid`, "
+            "its `block` and its `shared memory`. If `AxB_KxS` means an A×B output tile built from S "
+            "buffered slices K wide, the stage buffers take S × (A + B) × K × 2 bytes of bf16, a little "
+            "less than the shared memory the kernel asks for; and a persistent kernel launches one block "
+            "per tile or per SM, whichever is fewer. Try it on the MLP's GEMMs below, whose tiles "
+            "outnumber the SMs, and on the linear layer's, whose tiles do not. Part 1's fp32 GEMM, which "
+            "runs an older kernel, spells the same fields out (`tilesize`, `stage`, `warpsize`).\n\n"
+            "Inductor's kernels are named `triton_` + the first three letters of their kind (`poi` "
+            "pointwise, `red` reduction, `per` persistent reduction, `tem` template) + `fused_` and the "
+            "ATen ops they fuse + a running number. A Triton kernel written by hand keeps its Python "
+            "function's name.",
             "## A GeGLU MLP, three ways",
             Run(f"03_simple_mlp/{P2_MLP}_eager",
                 "Eager mode: the MLP's three matrix products (`aten::mm`) and its GELU and multiply, "
@@ -190,11 +214,17 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(f"03_simple_mlp/{P2_MLP}_compile",
                 "Compiled by Inductor: which kernels run the GEMMs, and what replaced GELU and multiply? "
                 "A generated kernel (`triton_…`) appears twice, as the CPU call that launches it and as "
-                "the GPU kernel."),
+                "the GPU kernel. In the trace, compare the call that launches it with the one that "
+                "launches ATen's kernels in eager mode."),
             Run(f"03_kernels_mlp/{P2_MLP}_triton",
                 "Our hand-written Triton kernel, `gelu_tanh_mul_kernel`, under its own `gelu_mul` "
-                "label; compare its CUDA time with Inductor's fused kernel above. (Run on a GPU, the "
-                "snippet also prints how far its output is from the eager MLP's before the table.)"),
+                "label; compare its CUDA time with Inductor's fused kernel above, and its grid and block "
+                "(in the kernel event's `args`) with Inductor's. (Run on a GPU, the snippet also prints "
+                "how far its output is from the eager MLP's before the table.)"),
+            "To read the three variants side by side, run `python scripts/analyze.py` on each trace: "
+            "the facts give each the same measures (GPU busy, the GPU waiting for the CPU, stalled, the "
+            "launch delay and the verdict), and HTA's idle-time breakdown, which counts only the gaps "
+            "between kernels, so its share of idle time the CPU caused is of a different whole.",
         ),
     ),
     Notebook(
