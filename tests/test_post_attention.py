@@ -210,6 +210,32 @@ def test_calls_count_only_what_their_launches_started():
     assert Q.gpu_samples(run).values == (250.0, 250.0)  # the union of its three activities, not their span
 
 
+def test_gpu_time_per_call_takes_the_extra_runs_only_where_steps_and_calls_agree():
+    run = attention_like_trace()
+    # the shown trace's steps as the digests give them: the first holds the spilled kernel's 300 us
+    spilled = [{"steps": [{"gpu": {"busy_us": 550.0}}, {"gpu": {"busy_us": 250.0}}]}]
+    extra = [{"steps": [{"gpu": {"busy_us": 240.0}}, {"gpu": {"busy_us": 260.0}}]}]
+    run.samples = lambda: spilled + extra
+    assert Q.gpu_samples(run).values == (250.0, 250.0)  # a step is not its call here: the calls alone
+    run.samples = lambda: [{"steps": [{"gpu": {"busy_us": 250.0}}, {"gpu": {"busy_us": 250.0}}]}] + extra
+    assert Q.gpu_samples(run).values == (250.0, 250.0, 240.0, 260.0)
+    run.samples = lambda: [{"steps": [{"gpu": {"busy_us": 250.0}}, {"gpu": {"busy_us": 250.0}}]}]
+    assert Q.gpu_samples(run).values == (250.0, 250.0)  # no extra runs
+
+
+def test_frozen_runs_steps_are_their_calls_except_where_work_spilled_in():
+    """The naive run's recorded steps hold exactly their calls' GPU work; the math backend's GPU
+    runs so far behind that its steps hold earlier work too, so its calls stand alone."""
+    from scripts.series.runs.samples import step_values
+
+    naive, math = (example(f"04_attention/{k}_b8_h16_s1024_d64_bf16_warm") for k in ("naive", "sdpa_math"))
+    for run, agree in ((naive, True), (math, False)):
+        calls = [c.gpu_busy_us for c in Q.calls(run)]
+        steps = step_values(run.samples()[:1], "gpu.busy_us", skip_first=False)
+        assert (steps == pytest.approx(calls, abs=1e-3)) is agree
+    assert Q.gpu_samples(math).values == tuple(c.gpu_busy_us for c in Q.calls(math))
+
+
 def test_copy_window_reaches_the_copy_its_step_launched():
     run = attention_like_trace()
     window = Q.copy_window(run, 3)

@@ -90,8 +90,23 @@ def one(values: list[int]) -> str:
 
 
 def gpu_samples(run) -> Spread:
-    """GPU time per call (the busy time of the activities each call launched), one per call."""
-    return samples((c.gpu_busy_us for c in calls(run)), label="GPU time per call", runs=[run.example.key])
+    """GPU time per call (the busy time of the activities each call launched), one per call: the
+    calls of the shown trace, and those of the refresh's extra runs of the example where there
+    are any (scripts/series/runs/samples.py keeps each run's GPU busy time per recorded step).
+
+    A step makes one call, so a step's GPU busy time is its call's, unless the step also holds
+    GPU work spilled in from before the recording (the digests place such work by its start
+    time). The extra runs' steps are taken only where the shown trace's steps and calls agree
+    one for one (to the digests' nanosecond rounding), that is, where no work spilled in."""
+    per_call = [c.gpu_busy_us for c in calls(run)]
+    digests = run.samples() if hasattr(run, "samples") else []
+    if len(digests) > 1:
+        from ...runs.samples import step_values
+
+        shown = step_values(digests[:1], "gpu.busy_us", skip_first=False)
+        if len(shown) == len(per_call) and all(abs(s - c) < 1e-3 for s, c in zip(shown, per_call)):
+            per_call += step_values(digests[1:], "gpu.busy_us", skip_first=False)
+    return samples(per_call, label="GPU time per call", runs=[run.example.key])
 
 
 def label_samples(run) -> Spread:
