@@ -234,7 +234,9 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         intro=(
             "Every example of Part 3: causal self-attention written naively, with an in-place mask, "
             "and through `scaled_dot_product_attention` with each backend forced in turn, plus the two "
-            "backends that refuse fp32 inputs."
+            "backends that refuse fp32 inputs. The post keeps to one story; what it leaves out is here: "
+            "the math backend kernel by kernel, the refusals word for word, and what the trace's "
+            "occupancy estimate means. (Our own Triton attention kernel is in Part 5's notebook.)"
         ),
         cells=(
             "## Naive and in place",
@@ -245,6 +247,15 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "`masked_fill_` fills the scores where they are: compare with the naive table, and look "
                 "for `aten::clone`, `aten::copy_` and the copy."),
             "## SDPA, one backend at a time",
+            "The math backend is `scaled_dot_product_attention` written in ATen ops, for inputs no fused "
+            "kernel accepts. Read its rows in order. The inputs go to fp32 first: an `aten::to` for each of q, k and v, "
+            "whose kernel casts bf16 to fp32 (PyTorch does this on purpose, for accuracy, unless "
+            "`torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)` allows bf16). So both GEMMs run "
+            "in fp32: `f32f32` in their names gives the types, `ffma` says they run on the ordinary CUDA "
+            "cores, and `sm80` the architecture the kernel was built for. The causal mask is built again on "
+            "every call: `aten::ones`, `aten::tril`, `aten::where`, then `aten::add_` applies it. The softmax "
+            "is a safe one (`aten::_safe_softmax`: rows masked out entirely become zeros, not NaN), and "
+            "an `aten::to` converts the attention weights back to bf16 before the second product.",
             Run(f"04_attention/sdpa_math_{P3}_bf16_warm",
                 "The math backend in ATen ops: read the GEMM kernels' names for their precision, and "
                 "look for the softmax and for the causal mask built again on every call "
@@ -258,6 +269,16 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(f"04_attention/sdpa_cudnn_{P3}_bf16_warm",
                 "cuDNN's fused attention: find its kernel (`cudnn_generated_…`), the launch call that "
                 "starts it, and what else each call puts on the GPU."),
+            "### What the occupancy estimate estimates",
+            "Each kernel in the trace carries `est. achieved occupancy %`. It is not measured: Kineto "
+            "computes it when it writes the trace, with CUDA's occupancy calculator, from the launch's "
+            "shape and the kernel's registers and shared memory: the blocks per SM that fit, capped by the "
+            "blocks per SM the grid has, times the threads per block, over the SM's maximum of threads. "
+            "Fused attention kernels read low by design: each thread keeps part of a tile of scores in "
+            "registers, and fewer, fatter threads are the price. A kernel that opts in to more shared "
+            "memory than the default (nvjet GEMMs, cuDNN's attention) reads 0, because Kineto's call passes "
+            "no opt-in limit; so does a kernel of a single block, truly near zero. For a measured occupancy, "
+            "use Nsight Compute.",
             "## When a backend refuses",
             Run(f"04_attention/sdpa_flash_{P3}_fp32_warm",
                 "Flash attention takes half-precision inputs only: in fp32 it refuses on the first "
