@@ -145,9 +145,19 @@ def test_a_statement_over_runs_of_two_gpus_is_named_with_each_runs_gpu():
     (mixed,) = one_gpu.mixed_statements(ledger, GPUS.get)
     assert mixed.runs == ("a/h100", "b/h200")
     message = mixed.message(usual="NVIDIA H200")
-    assert message.startswith('p.md: "a statement over a/h100, b/h200" rests on runs made on different GPUs '
-                              f"(a/h100 on {OTHER_GPU}; b/h200 on NVIDIA H200)")
-    assert message.endswith('refresh on the NVIDIA H200 that made the others with make refresh ONLY="a/h100"')
+    assert message == ('p.md: "a statement over a/h100, b/h200" rests on runs made on different GPUs '
+                       f"({OTHER_GPU}: a/h100; NVIDIA H200: b/h200), so it would compare the GPUs, not the code: "
+                       'refresh on the NVIDIA H200 that made the others with make refresh ONLY="a/h100"')
+
+
+def test_a_page_that_reads_runs_of_two_gpus_is_named_since_it_names_one_gpu_for_all():
+    ledger = planted()
+    ledger.used.update({"p.md": {"b/h200", "a/h100", "a/h100b"}, "q.md": {"a/h100", "c/unknown"}})
+    (mixed,) = one_gpu.mixed_statements(ledger, GPUS.get)
+    assert mixed.message() == ("p.md: the page rests on runs made on different GPUs "
+                               f"({OTHER_GPU}: a/h100, a/h100b; NVIDIA H200: b/h200), while it names one GPU for "
+                               'all its runs: refresh on one GPU with make refresh ONLY="a/h100 a/h100b b/h200"')
+    assert one_gpu.usual_gpu(["a/h100", "a/h100b", "b/h200", "c/unknown"], GPUS.get) == OTHER_GPU
 
 
 def test_a_comparison_no_claim_words_and_a_question_asked_of_two_gpus_are_named_once_each():
@@ -172,15 +182,33 @@ def test_a_strict_build_fails_on_a_statement_over_two_gpus_and_lists_it(tmp_path
     monkeypatch.setattr(one_gpu, "gpu_of", GPUS.get)
     LEDGER.clear()
     LEDGER.start_page("p.md")
-    LEDGER.use("a/h100")
-    LEDGER.use("b/h200")
+    for run in ("a/h100", "b/h200"):
+        LEDGER.use(run)
+        LEDGER.link(run)  # its buttons shown: the build's other check is content
     LEDGER.record(Claim("p.md", "ours against theirs", ("a/h100", "b/h200"), (), True))
     try:
         with pytest.raises(glue.PluginError, match="ours against theirs.*rests on runs made on different GPUs"):
             glue.on_post_build(SimpleNamespace(site_dir=str(tmp_path), strict=True))
         listing = json.loads((tmp_path / glue.LISTING).read_text())
-        assert listing[glue.MIXED_GPUS] == [{"page": "p.md", "statement": '"ours against theirs"',
-                                             "runs": {"a/h100": OTHER_GPU, "b/h200": "NVIDIA H200"}}]
+        both = {"a/h100": OTHER_GPU, "b/h200": "NVIDIA H200"}
+        assert listing[glue.MIXED_GPUS] == [{"page": "p.md", "statement": "the page", "runs": both},
+                                            {"page": "p.md", "statement": '"ours against theirs"', "runs": both}]
+    finally:
+        LEDGER.clear()
+
+
+def test_rebuild_checks_build_lists_a_page_of_two_gpus_without_refusing_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(one_gpu, "gpu_of", GPUS.get)
+    monkeypatch.setenv(one_gpu.PAGES_MAY_MIX, "1")
+    LEDGER.clear()
+    LEDGER.start_page("p.md")
+    for run in ("a/h100", "b/h200"):
+        LEDGER.use(run)
+        LEDGER.link(run)  # its buttons shown: the build's other check is content
+    try:
+        glue.on_post_build(SimpleNamespace(site_dir=str(tmp_path), strict=True))  # nothing refused
+        listing = json.loads((tmp_path / glue.LISTING).read_text())
+        assert [m["statement"] for m in listing[glue.MIXED_GPUS]] == [one_gpu.PAGE]
     finally:
         LEDGER.clear()
 

@@ -165,6 +165,7 @@ def rebuild_check(tarball: str, keep: str | None) -> int:
     import tempfile
     from pathlib import Path
 
+    from .pages import one_gpu
     from .runs import overlay
 
     source = Path(tarball)
@@ -193,33 +194,44 @@ def rebuild_check(tarball: str, keep: str | None) -> int:
                 f"\n  {c.page}: {c.short}" for c in failing))
             # A statement joining a run of the tarball with one this tree keeps would compare two
             # GPUs (pages/one_gpu.py refuses it): the tarball's side goes back to this tree's run.
-            back = sorted({run for m in mixed for run in m} & {t.example.key for t in laid.taken})
+            # A page may read runs of both here (PAGES_MAY_MIX): each is listed, none refused.
+            joined = {run for page, what, runs in mixed if what != one_gpu.PAGE for run in runs}
+            back = sorted(joined & {t.example.key for t in laid.taken})
             if built.returncode == 0 or not back:
                 break
             laid.put_back([catalog.get(key) for key in back], catalog.ROOT, tree)
             print(f"{len(back)} example(s) back to this tree's run, since a statement joins each with a run "
                   f"the tarball cannot replace: {' '.join(back)}; building again", flush=True)
-        if built.returncode == 0:
+        pages = sorted(page for page, what, _ in mixed if what == one_gpu.PAGE) if listing else []
+        if pages:
+            print(f"{len(pages)} page(s) read runs of both GPUs (each run's caption names its GPU; a site build "
+                  f"refuses this): {', '.join(pages)}")
+        if built.returncode == 0 and laid.taken:
             print(f"strict build: passed, {len(laid.taken)} example(s) from {source.name}"
                   + (f" (site in {site})" if keep else ""))
             return 0
+        if built.returncode == 0:
+            print(f"strict build: passed, but no example of {source.name} is left in it: nothing was checked")
+            return 1
         print(f"strict build: FAILED (mkdocs exited {built.returncode}):")
         print("\n".join("  " + line for line in built.stderr.strip().splitlines()[-60:]))
         return 1
 
 
 def _strict_build(tree, site):
-    """`mkdocs build --strict` of `tree` into `site`, after writing its notebooks from its runs:
-    the finished process, and the claims and mixed-GPU statements its listing holds (None
-    where the build stopped before writing one)."""
+    """`mkdocs build --strict` of `tree` into `site`, after writing its notebooks from its runs,
+    pages allowed to read runs of two GPUs (pages/one_gpu.py): the finished process, and the
+    claims and the (page, statement, runs) of two GPUs its listing holds (None where the build
+    stopped before writing one)."""
     import json
     import os
     import subprocess
 
     from .mkdocs_glue.ledger import LISTING, MIXED_GPUS
     from .pages.claims import read_listing
+    from .pages.one_gpu import PAGES_MAY_MIX
 
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", **{PAGES_MAY_MIX: "1"})
     (site / LISTING).unlink(missing_ok=True)
     made = subprocess.run([sys.executable, "-m", "scripts", "notebooks"], cwd=tree, env=env,
                           capture_output=True, text=True)
@@ -231,8 +243,8 @@ def _strict_build(tree, site):
     if not path.is_file():
         return built, None
     claims, _ = read_listing(path)
-    mixed = [tuple(m["runs"]) for m in json.loads(path.read_text(encoding="utf-8")).get(MIXED_GPUS, [])]
-    return built, (claims, mixed)
+    listed = json.loads(path.read_text(encoding="utf-8")).get(MIXED_GPUS, [])
+    return built, (claims, [(m["page"], m["statement"], tuple(m["runs"])) for m in listed])
 
 
 def _copy_tree(root, dest) -> None:
