@@ -270,7 +270,7 @@ def leaving_text(view) -> str:
     text = (f"is *{mixed.verdict}* from batch **{mixed.batch}** (GPU busy **{mixed.gpu_busy_pct:.0f}%** "
             "of the step time)" if mixed is not bound else "")
     if bound:
-        text += (" and " if text else "") + (f"*GPU-bound* from batch **{bound.batch}** on "
+        text += (" and " if text else "is ") + (f"*GPU-bound* from batch **{bound.batch}** on "
                                              f"(GPU busy **{bound.gpu_busy_pct:.0f}%** of the step time)")
     return text
 
