@@ -36,9 +36,13 @@ def parse_args(argv=None):
     parser.add_argument("--hidden", type=int, default=3072, help="width of the gate and up projections")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--warmup", action="store_true", help="three untimed steps before profiling")
+    parser.add_argument("--steps", type=int, default=ACTIVE, help="profiled (active) steps, one call each")
     parser.add_argument("--trace_dir", type=Path, default=Path("traces/03_kernels_mlp"))
     parser.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test (eager fallback)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error("--steps must be positive")
+    return args
 
 
 def output_stem(args):
@@ -158,9 +162,9 @@ def main(argv=None):
     # --8<-- [start:profile]
     with profile(
         activities=activities,
-        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=args.steps, repeat=1),
     ) as prof:
-        for _ in range(WAIT + WARMUP + ACTIVE):
+        for _ in range(WAIT + WARMUP + args.steps):
             step()
             prof.step()
     # --8<-- [end:profile]

@@ -64,11 +64,14 @@ def parse_args(argv=None):
     parser.add_argument("--head_dim", type=int, default=64)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--warmup", action="store_true", help="three untimed steps before profiling")
+    parser.add_argument("--steps", type=int, default=ACTIVE, help="profiled (active) steps, one call each")
     parser.add_argument("--trace_dir", type=Path, default=Path("traces/04_attention"))
     parser.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
     args = parser.parse_args(argv)
     if args.backend != "auto" and args.variant != "sdpa":
         parser.error("--backend applies to --variant sdpa only")
+    if args.steps < 1:
+        parser.error("--steps must be positive")
     return args
 
 
@@ -310,9 +313,9 @@ def run(args, stem):
     # --8<-- [start:profile]
     with profile(
         activities=activities,
-        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=args.steps, repeat=1),
     ) as prof:
-        for _ in range(WAIT + WARMUP + ACTIVE):
+        for _ in range(WAIT + WARMUP + args.steps):
             step()
             prof.step()
     # --8<-- [end:profile]

@@ -43,6 +43,10 @@ CASES = {
                             f"sdpa_{backend}_b1_h2_s16_d8_bf16_cold")
         for backend in ("math", "flash", "efficient", "cudnn")
     },
+    # --steps records more calls (the samples the posts compare), under the same output names
+    "simple_mlp_steps": ("03_simple_mlp", (*MLP, "--steps", "5"), "mlp_b2_s4_16x32_bf16_cold_eager"),
+    "kernels_mlp_steps": ("03_kernels_mlp", (*MLP, "--steps", "4"), "mlp_b2_s4_16x32_bf16_cold_triton"),
+    "naive_steps": ("04_attention", ("--variant", "naive", *ATTENTION, "--steps", "4"), "naive_b1_h2_s16_d8_bf16_cold"),
 }
 
 @pytest.fixture(scope="module")
@@ -206,3 +210,17 @@ def test_backend_is_refused_for_the_hand_written_variants():
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 2 and "--backend applies to --variant sdpa only" in done.stderr
+
+
+@pytest.mark.parametrize("name, steps", [("simple_mlp_steps", 5), ("kernels_mlp_steps", 4), ("naive_steps", 4)])
+def test_steps_records_that_many_steps_under_the_same_names(runs, name, steps):
+    stem, _ = written(runs, CASES, name)
+    trace = load_trace(stem.parent / f"{stem.name}.json")
+    assert [s.name for s in trace.steps] == [f"ProfilerStep#{n}" for n in range(2, 2 + steps)]
+
+
+@pytest.mark.parametrize("snippet", ["03_simple_mlp", "03_kernels_mlp", "04_attention"])
+def test_steps_must_be_positive(snippet):
+    done = subprocess.run([sys.executable, str(SNIPPETS / f"{snippet}.py"), "--steps", "0"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].endswith("--steps must be positive")

@@ -116,11 +116,19 @@ class Example:
 # repeated by their recorded steps in one run. So is Part 4: its claims compare decode steps of
 # milliseconds (eager against the static cache against the CUDA graph, cuDNN's first call of a
 # step against its others, tokens per second across batch sizes), each after its own warm-up
-# tokens, five or three recorded per batch size; no claim there is about a process's start, and a
-# process repeat would add 3 to 43 s per example for samples the steps already give.
-# Three runs: the fewest that a comparison decides on (scripts/claims.MIN_SAMPLES); five made the
-# refresh of Part 1 alone take 330 s on an H200.
+# tokens, RECORDED_STEPS per batch size (one more at batch 1, whose first step the comparisons leave
+# out); no claim there is about a process's start, and a process repeat would add 3 to 43 s per
+# example for samples the steps already give.
+# A comparison needs MIN_SAMPLES (10) samples a side (scripts/series/pages/claims.py): the runs
+# below give each comparison of the pages at least that many, by repeats (examples whose samples
+# are their steps across runs) or by recorded steps (those read from the shown trace alone). Three
+# runs for the examples no comparison reads by the step (the cold start's two schedules); five
+# runs made the refresh of Part 1 alone take 330 s on an H200, so the runs go up only where a
+# comparison needs them.
 REPEATS = 3
+STEP_REPEATS = 4  # 3 recorded steps a run: 12 samples of a per-step quantity
+FIRST_STEP_REPEATS = 10  # one first recorded step a run: 10 first steps
+RECORDED_STEPS = 10  # for the examples whose comparisons read one trace: 10 calls or steps a side
 
 
 def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype: str = "bf16",
@@ -144,13 +152,15 @@ def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype:
 
 PART1 = (
     # Cold and warm, at the size where the host sets the pace and where the GPU does. Repeated:
-    # the steps' lengths and the time to aten::matmul, cold against warm.
-    *(_matmul_add(size, warm=warm, repeats=REPEATS) for size in (64, 4096) for warm in (False, True)),
+    # the steps' lengths and the time to aten::matmul, cold against warm; the cold 64's first
+    # recorded step against its later ones, one first step per process.
+    *(_matmul_add(size, warm=warm, repeats=FIRST_STEP_REPEATS if (size, warm) == (64, False) else STEP_REPEATS)
+      for size in (64, 4096) for warm in (False, True)),
     # torch.compile, warm: at 64 against warm eager (is a compiled step cheaper on the host?), at
     # 4096 for what it does to the kernels (one addmm, a bias copy and a `badd` GEMM). Repeated:
     # the host time per step, compiled against eager.
-    _matmul_add(64, warm=True, compiled=True, repeats=REPEATS),
-    _matmul_add(4096, warm=True, compiled=True, repeats=REPEATS),
+    _matmul_add(64, warm=True, compiled=True, repeats=STEP_REPEATS),
+    _matmul_add(4096, warm=True, compiled=True, repeats=STEP_REPEATS),
     # The Activity Buffer Request finding: no wait/warmup, then a long active window. Repeated:
     # the first step's cold start, and the buffer request's share of two runs.
     _matmul_add(64, schedule="0,0,3", repeats=REPEATS),
@@ -167,13 +177,17 @@ def _linear(*, warm: bool, compiled: bool) -> Example:
     args += ["--compile"] * compiled + ["--warmup"] * warm
     tag = f"linear_b1024_32x64_bf16_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
     # Repeated: the four runs' steps side by side (is the first recorded step the longest, with
-    # --warmup or without?) and the warm compiled step against the warm eager one.
-    return Example("02_linear", tag, tuple(args), REPEATS, cold=not warm)
+    # --warmup or without? the eager runs' first steps pooled: five a run), the warm compiled GEMM
+    # against the warm eager one (three steps a run), and the steps after the first, compiled
+    # against eager (two a run, cold and warm pooled).
+    repeats = 5 if not compiled else STEP_REPEATS if warm else REPEATS
+    return Example("02_linear", tag, tuple(args), repeats, cold=not warm)
 
 
 def _mlp(snippet: str, impl: str, *extra: str) -> Example:
     # impl ("eager", "compile", "triton") is the last part of the tag the snippet writes.
-    args = ("--batch", "64", "--seq", "128", "--dim", "768", "--hidden", "3072", "--warmup", *extra)
+    args = ("--batch", "64", "--seq", "128", "--dim", "768", "--hidden", "3072", "--warmup", *extra,
+            "--steps", str(RECORDED_STEPS))  # the three variants compared step by step, from their traces
     return Example(snippet, f"mlp_b64_s128_768x3072_bf16_warm_{impl}", args)
 
 
@@ -193,7 +207,9 @@ def _attention(variant: str, backend: str = "", dtype: str = "bf16") -> Example:
     args = ["--variant", variant] + (["--backend", backend] if backend else [])
     args += ["--batch", "8", "--heads", "16", "--seq", "1024", "--head_dim", "64", "--warmup"]
     if dtype != "bf16":
-        args += ["--dtype", dtype]
+        args += ["--dtype", dtype]  # the refusals: nothing to compare
+    else:
+        args += ["--steps", str(RECORDED_STEPS)]  # one call per step: the calls are the samples
     name = f"{variant}_{backend}" if backend else variant
     return Example("04_attention", f"{name}_b8_h16_s1024_d64_{dtype}_warm", tuple(args))
 
@@ -230,15 +246,16 @@ def _llm(phase: str, batches: tuple[int, ...] = (1,), prompt: int = 512, *, stat
 # every new key length), with a static cache alone, and with the static cache compiled into CUDA
 # graphs; then tokens per second against batch size, each sweep in one trace.
 BATCH_SWEEP = (1, 8, 64, 256, 1024, 2048)
+STEADY_TOKENS = RECORDED_STEPS + 1  # the comparisons at batch 1 read the steps after the first
 PART4 = (
-    _llm("prefill"),
-    _llm("decode"),
-    _llm("decode", attention="flash"),
-    _llm("decode", static=True),
-    _llm("decode", static=True, compiled=True),
-    _llm("decode", BATCH_SWEEP, 128, tokens=3),
-    _llm("decode", BATCH_SWEEP, 128, tokens=3, attention="flash"),
-    _llm("decode", BATCH_SWEEP, 128, static=True, compiled=True, tokens=3),
+    _llm("prefill", tokens=STEADY_TOKENS),
+    _llm("decode", tokens=STEADY_TOKENS),
+    _llm("decode", attention="flash", tokens=STEADY_TOKENS),
+    _llm("decode", static=True, tokens=STEADY_TOKENS),
+    _llm("decode", static=True, compiled=True, tokens=STEADY_TOKENS),
+    _llm("decode", BATCH_SWEEP, 128, tokens=RECORDED_STEPS),
+    _llm("decode", BATCH_SWEEP, 128, tokens=RECORDED_STEPS, attention="flash"),
+    _llm("decode", BATCH_SWEEP, 128, static=True, compiled=True, tokens=RECORDED_STEPS),
 )
 
 
@@ -253,8 +270,9 @@ GUIDE = (
 
 def _memory(variant: str) -> Example:
     args = ("--variant", variant, "--batch", "16", "--seq", "512", "--layers", "8", "--d_model", "512")
-    # Repeated: the step time that checkpointing's recomputation costs, against the baseline's.
-    return Example("06_memory", f"train_b16_s512_l8_d512_fp32_{variant}", args, REPEATS, ("memory", "snapshot"))
+    # Repeated: the step time that checkpointing's recomputation costs, against the baseline's (two
+    # recorded steps a run: five runs give ten).
+    return Example("06_memory", f"train_b16_s512_l8_d512_fp32_{variant}", args, 5, ("memory", "snapshot"))
 
 
 # Part 5's memory: a training step whose peak is mostly the activations saved for backward, and the
@@ -262,12 +280,13 @@ def _memory(variant: str) -> Example:
 PART5_MEMORY = (_memory("baseline"), _memory("checkpoint"))
 
 
-# Part 5: shapes (one Linear at four sequence lengths, grouped by input shape; five recorded steps,
-# so that each length's time has its spread), stacks (the guide's step with Python stacks, the
+# Part 5: shapes (one Linear at four sequence lengths, grouped by input shape; RECORDED_STEPS
+# recorded steps, so that each length's calls are enough to compare), stacks (the guide's step with Python stacks, the
 # optimizer per parameter or fused, and what stacks cost: 30 timed steps per configuration in the
 # same run), and the roofline (the roofs and each kernel's calls, repeated inside the run).
 PART5 = PART5_MEMORY + (
-    Example("07_shapes_stacks", "shapes_b16_s64-256-1024-4096_1024x4096_bf16", ("--mode", "shapes", "--steps", "5")),
+    Example("07_shapes_stacks", "shapes_b16_s64-256-1024-4096_1024x4096_bf16",
+            ("--mode", "shapes", "--steps", str(RECORDED_STEPS))),
     *(Example("07_shapes_stacks", f"stacks_b16_s3_{optimizer}", ("--mode", "stacks", "--optimizer", optimizer))
       for optimizer in ("foreach_false", "fused")),
     Example("08_roofline", "roofline_bf16_t8192_d4096_h14336"),
