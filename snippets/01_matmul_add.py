@@ -9,7 +9,8 @@
 
 Writes `{size}_{dtype}_{warm|cold}_{compile|eager}.json` (open it in Perfetto) and `.txt`
 (the key_averages table) into --trace_dir. Variants add a suffix: `_b{N}` for a batch
-dimension, `_s{wait}-{warmup}-{active}` for a non-default profiler schedule.
+dimension, `_tf32` for --tf32 (fp32 matrix products allowed on TF32 tensor cores),
+`_s{wait}-{warmup}-{active}` for a non-default profiler schedule.
 """
 
 import argparse
@@ -31,6 +32,8 @@ def parse_args(argv=None):
     parser.add_argument("--trace_dir", type=Path, default=Path("traces/01_matmul_add"))
     parser.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
     parser.add_argument("--batch", type=int, default=0, help="add a batch dimension: aten::bmm")
+    parser.add_argument("--tf32", action="store_true",
+                        help="let fp32 matrix products use TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32)")
     parser.add_argument(
         "--schedule",
         default=",".join(map(str, DEFAULT_SCHEDULE)),
@@ -46,6 +49,8 @@ def output_stem(args, wait, warmup, active):
     )
     if args.batch:
         stem += f"_b{args.batch}"
+    if args.tf32:
+        stem += "_tf32"
     if (wait, warmup, active) != DEFAULT_SCHEDULE:
         stem += f"_s{wait}-{warmup}-{active}"
     return stem
@@ -62,6 +67,10 @@ def main(argv=None):
     wait, warmup, active = (int(n) for n in args.schedule.split(","))
     device = torch.device(args.device)
     dtype = DTYPES[args.dtype]
+    if args.tf32:
+        # What torch.set_float32_matmul_precision("high") sets: cuBLAS may round fp32 inputs to
+        # TF32 and run the product on tensor cores. PyTorch leaves it off by default.
+        torch.backends.cuda.matmul.allow_tf32 = True
     shape = (args.batch, args.size, args.size) if args.batch else (args.size, args.size)
     x = torch.randn(shape, device=device, dtype=dtype)
     w = torch.randn(shape, device=device, dtype=dtype)

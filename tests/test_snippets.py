@@ -40,6 +40,23 @@ def test_matmul_add_variants_name_their_outputs(tmp_path):
     assert [s.name for s in trace.steps] == ["ProfilerStep#0", "ProfilerStep#1"]
 
 
+def test_matmul_add_tf32_names_its_outputs(tmp_path):
+    run_snippet("01_matmul_add.py", tmp_path, "--size", "8", "--dtype", "fp32", "--tf32", "--schedule", "0,0,1")
+    assert (tmp_path / "8_fp32_cold_eager_tf32_s0-0-1.json").is_file()
+
+
+def test_every_part1_example_is_named_as_the_catalog_says():
+    import runpy
+
+    from scripts.series.runs import catalog
+
+    snippet = runpy.run_path(str(ROOT / "snippets" / "01_matmul_add.py"))
+    for example in catalog.PART1:
+        args = snippet["parse_args"](list(example.args))
+        schedule = (int(n) for n in args.schedule.split(","))
+        assert snippet["output_stem"](args, *schedule) == example.tag, example.key
+
+
 def test_train_step_on_cpu(tmp_path):
     run_snippet("train_step.py", tmp_path, "--layers", "1", "--d_model", "32", "--seq", "8",
                 "--batch", "2", "--steps", "1")

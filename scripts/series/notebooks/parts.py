@@ -138,6 +138,9 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(P1 + "4096_fp32_warm_eager",
                 "The same product in fp32: compare its GEMM kernel's name and its CUDA time with the "
                 "bf16 warm run above."),
+            Run(P1 + "4096_fp32_warm_eager_tf32",
+                "fp32 again, with `--tf32` (`torch.backends.cuda.matmul.allow_tf32 = True`): which GEMM "
+                "kernel runs now, and how does its CUDA time compare with the fp32 run above?"),
             "## torch.compile",
             Run(P1 + "64_bf16_warm_compile",
                 "Look for the compiler runtime's rows (`Torch-Compiled Region`, `TorchDynamo Cache "

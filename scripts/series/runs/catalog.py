@@ -132,7 +132,7 @@ RECORDED_STEPS = 10  # for the examples whose comparisons read one trace: 10 cal
 
 
 def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype: str = "bf16",
-                batch: int = 0, schedule: str = "", repeats: int = 1) -> Example:
+                batch: int = 0, tf32: bool = False, schedule: str = "", repeats: int = 1) -> Example:
     args = ["--size", str(size)]
     tag = f"{size}_{dtype}_{'warm' if warm else 'cold'}_{'compile' if compiled else 'eager'}"
     if dtype != "bf16":
@@ -144,6 +144,9 @@ def _matmul_add(size: int, *, warm: bool = False, compiled: bool = False, dtype:
     if batch:
         args += ["--batch", str(batch)]
         tag += f"_b{batch}"
+    if tf32:
+        args.append("--tf32")
+        tag += "_tf32"
     if schedule:
         args += ["--schedule", schedule]
         tag += "_s" + schedule.replace(",", "-")
@@ -167,8 +170,10 @@ PART1 = (
     _matmul_add(64, schedule="0,0,20", repeats=REPEATS),
     # A batch dimension turns aten::mm into aten::bmm.
     _matmul_add(64, batch=8),
-    # fp32 at the large size: a different GEMM kernel family.
+    # fp32 at the large size: a different GEMM kernel family, on CUDA cores; and the same with TF32
+    # allowed (torch.backends.cuda.matmul.allow_tf32), back on tensor cores.
     _matmul_add(4096, warm=True, dtype="fp32"),
+    _matmul_add(4096, warm=True, dtype="fp32", tf32=True),
 )
 
 
