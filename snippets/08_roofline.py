@@ -8,10 +8,13 @@
     uv run snippets/08_roofline.py --tokens 4096 --dim 2048 --steps 20
 
 One run, two parts, both profiled with record_shapes=True and with_flops=True:
-  roofs    --peak_steps bf16 products of two --peak_size matrices (compute), and as many copies
-           and sums of a --copy_mib MiB tensor (memory: a device-to-device copy reads and writes
-           every byte, a sum reads every byte once). The achievable bandwidth is the faster of the
-           two; the ridge point, where a kernel stops being memory-bound, is peak FLOP/s over it.
+  roofs    --peak_steps bf16 products of two --peak_size matrices (compute), and as many copies,
+           triads and sums of --copy_mib MiB tensors (memory: a device-to-device copy reads and
+           writes every byte, a triad `c = a + b` reads two and writes one, a sum only reads). The
+           achievable bandwidth is the faster of the copy and the triad, kernels that read and write
+           as the measured kernels do; the read-only sum is reported beside it, named as such, and
+           sets no roof. The ridge point, where a kernel stops being memory-bound, is peak FLOP/s
+           over that bandwidth.
   kernels  --steps calls each of: GEMMs of several shapes (square, an MLP projection over
            --tokens rows, and batch-16 and batch-1 decode-like products with the same weight
            matrix, by default the shape of Part 4's MLP projections), an elementwise add, a
@@ -98,6 +101,11 @@ class Case:
         return f"{self.role}: {self.name} flops={self.flops} bytes={self.bytes}"
 
 
+def is_read_only(name):
+    """The sum reads and writes (almost) nothing: its rate is no roof for kernels that write."""
+    return name.startswith("sum_")
+
+
 def element_size(dtype):
     return torch.empty((), dtype=dtype).element_size()
 
@@ -108,12 +116,16 @@ def roof_cases(args, device, dtype):
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     numel = args.copy_mib * MIB // size
     src, dst = torch.randn(numel, device=device, dtype=dtype), torch.empty(numel, device=device, dtype=dtype)
+    other = torch.randn(numel, device=device, dtype=dtype)
     mib = args.copy_mib
     # --8<-- [start:roofs]
     return [
         Case("peak compute", f"matmul_{n}", lambda: torch.mm(a, b), 2 * n**3, 3 * n * n * size, "with_flops"),
-        # A copy reads every byte and writes it again; a sum reads every byte once.
+        # Bytes are reads plus writes. A copy reads every byte and writes it again; a triad reads
+        # two tensors and writes a third; a sum reads every byte once (read-only: no roof).
         Case("peak memory", f"copy_{mib}MiB", lambda: dst.copy_(src), 0, 2 * numel * size, "shapes"),
+        Case("peak memory", f"triad_{mib}MiB", lambda: torch.add(src, other, out=dst),
+             numel, 3 * numel * size, "shapes"),
         Case("peak memory", f"sum_{mib}MiB", lambda: src.sum(), numel, numel * size, "shapes"),
     ]
     # --8<-- [end:roofs]
@@ -240,14 +252,16 @@ def main(argv=None):
 
     peak_tflops = rate(roofs[0], median_us[roofs[0].name])
     bandwidths = {case.name: rate(case, median_us[case.name]) for case in roofs[1:]}
-    bandwidth_name = max(bandwidths, key=bandwidths.get)
+    # The roof: the faster kernel that reads and writes; a read-only sum can outrun both.
+    bandwidth_name = max((name for name in bandwidths if not is_read_only(name)), key=bandwidths.get)
     peak_tbs = bandwidths[bandwidth_name]
     ridge = peak_tflops / peak_tbs  # FLOP per byte
     lines = [
         f"roofs, from the {'GPU' if on_gpu else 'CPU'} time the profiler recorded (median of {args.peak_steps} "
         f"calls each; {'CUDA events' if on_gpu else 'the host clock'} before profiling in brackets):",
         f"  compute: {peak_tflops:.4g} TFLOP/s ({roofs[0].name}) [{before[roofs[0].name]:.4g}]",
-        *(f"  memory:  {value:.4g} TB/s ({name}) [{before[name]:.4g}]" for name, value in bandwidths.items()),
+        *(f"  memory:  {value:.4g} TB/s ({name}{', read only: no roof' if is_read_only(name) else ''}) "
+          f"[{before[name]:.4g}]" for name, value in bandwidths.items()),
         f"  roofline: {peak_tbs:.4g} TB/s ({bandwidth_name}) and {peak_tflops:.4g} TFLOP/s; "
         f"ridge at {ridge:.4g} FLOP/byte",
         "",

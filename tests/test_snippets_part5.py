@@ -136,6 +136,22 @@ def test_roofline_labels_every_call_with_its_work(runs):
     assert "roofline" in trace.metadata and summary["ridge_flop_per_byte"] > 0
 
 
+def test_roofline_bandwidth_roof_reads_and_writes(runs):
+    # The add reads two tensors and writes one: its roof must come from kernels that write too.
+    # A read-only sum can outrun them; it is reported, named read only, and never the roof.
+    _, text = outputs(runs, "roofline")
+    summary = json_line(text, "roofline_json")
+    roofs = {r["name"]: r for r in summary["roofs"]}
+    assert set(roofs) == {"matmul_32", "copy_1MiB", "triad_1MiB", "sum_1MiB"}
+    assert summary["bandwidth_from"] in {"copy_1MiB", "triad_1MiB"}
+    numel = (1 << 20) // 2
+    assert roofs["copy_1MiB"]["bytes"] == 2 * numel * 2 and roofs["triad_1MiB"]["bytes"] == 3 * numel * 2
+    assert roofs["sum_1MiB"]["bytes"] == numel * 2
+    rates = {n: r["bytes"] / sorted(r["call_us"])[1] / 1e6 for n, r in roofs.items() if n != "matmul_32"}
+    assert summary["peak_tbytes_per_s"] == pytest.approx(max(rates["copy_1MiB"], rates["triad_1MiB"]), rel=1e-3)
+    assert "(sum_1MiB, read only: no roof)" in text
+
+
 def test_roofline_flops_agree_with_the_profilers_count_where_it_counts(runs):
     _, text = outputs(runs, "roofline")
     for kernel in json_line(text, "roofline_json")["kernels"]:

@@ -414,7 +414,7 @@ def labelled_calls(trace: Trace, key: str = "") -> list[Labelled]:
 @dataclass(frozen=True)
 class Roofs:
     compute: Labelled  # the matmul whose FLOP/s is the compute roof
-    memory: dict[str, Labelled]  # the copy and the sum
+    memory: dict[str, Labelled]  # the copy, the triad and the read-only sum
     roof: Roof
     bandwidth_from: str
     events: dict  # the same roofs timed by CUDA events before profiling (trace metadata)
@@ -434,11 +434,17 @@ def rate(item: Labelled) -> float:
     return work / (item.calls_us.median * 1e-6)
 
 
+def read_only(name: str) -> bool:
+    """The snippet's sum reads its tensor and writes nothing: its rate is no roof for kernels that
+    write (the add reads two tensors and writes one), so the bandwidth comes from the others."""
+    return name.startswith("sum_")
+
+
 def roofs(run) -> Roofs:
     calls = labelled_calls(run.trace, run.example.key)
     compute = next(c for c in calls if c.role == "peak compute")
     memory = {c.name: c for c in calls if c.role == "peak memory"}
-    best = max(memory.values(), key=rate)
+    best = max((m for m in memory.values() if not read_only(m.name)), key=rate)
     meta = run.trace.metadata.get("roofline") or {}
     meta = json.loads(meta) if isinstance(meta, str) else meta
     return Roofs(compute, memory, Roof(rate(compute), rate(best)), best.name, meta)
