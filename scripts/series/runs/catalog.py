@@ -341,16 +341,12 @@ TRAINING = (
 MISTAKES = tuple(Example("15_mistakes", f"mistake_{mistake}_n8192", ("--mistake", mistake))
                  for mistake in ("no_step", "no_sync"))
 
-EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + PART5 + PART6
+EXAMPLES: tuple[Example, ...] = PART1 + SWEEP + PART2 + PART3 + PART4 + GUIDE + PART5 + TRAINING + MISTAKES + PART6
 
 # Examples a refresh runs when named (`make refresh ONLY=...`) but that no page shows yet: the build
 # neither checks their artifacts nor asks for them to be shown. The post that shows one moves it
 # into EXAMPLES.
-# The training step post and the common-mistakes guide wait for their first GPU run (make refresh
-# ONLY="10_train_phases 11_host_sync 12_data_loading 13_streams 14_ncu_top_kernel 15_mistakes"):
-# until then their pages are left out of the build (mkdocs.yml exclude_docs) and so is their
-# notebook (scripts/series/notebooks/parts.py PENDING_SLUGS). Once frozen, move them to EXAMPLES.
-PENDING: tuple[Example, ...] = TRAINING + MISTAKES
+PENDING: tuple[Example, ...] = ()
 
 # The refresh's report splits its time by these.
 PHASES = {"Part 1": PART1, "sweep": SWEEP, "Part 2": PART2, "Part 3": PART3, "Part 4": PART4, "guide": GUIDE,
