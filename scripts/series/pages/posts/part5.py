@@ -214,6 +214,13 @@ def rows_named(data: ProfilerTable, name: str) -> int:
     return sum(row[0] == name for row in data.rows)
 
 
+def same_or_listed(sizes) -> str:
+    """Byte counts as the page writes them: one, where they all print the same ("2.54 GiB"), else
+    each in order ("2.54 GiB, 2.61 GiB")."""
+    said = [format_bytes(b) for b in sizes]
+    return said[0] if len(set(said)) == 1 else ", ".join(said)
+
+
 def shown_table(data: ProfilerTable, run, what: str, only: tuple[str, ...] = ()) -> Markup:
     """The table as the snippet printed it; `only`: just the rows of these ops (the caption says so)."""
     if only:
