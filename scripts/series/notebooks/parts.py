@@ -295,41 +295,65 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         intro=(
             "Every example of Part 4: a Llama-style model built from a `transformers` config with "
             "random weights (nothing to download), its prefill, its decode as `transformers` runs it, "
-            "with a static KV cache, and compiled into CUDA graphs; then tokens per second against "
-            "batch size. It needs `transformers` besides `torch` (`pip install transformers`)."
+            "with flash attention forced, with a static KV cache, and compiled into CUDA graphs; then "
+            "tokens per second against batch size. It needs `transformers` besides `torch` "
+            "(`pip install transformers`)."
         ),
         cells=(
             "## Prefill and decode",
+            "Why random weights change nothing a profiler sees: a dense model runs the same operators on "
+            "tensors of the same shapes whatever numbers they hold, the GEMMs take about the same time on "
+            "random values as on trained ones (all-zero weights could run faster, which is why they are "
+            "random rather than empty), and decoding a fixed number of tokens means no early stop makes one "
+            "run shorter than another. The snippet's flags set every dimension of the model.",
             Run(f"{P4}/prefill_b1_p512_dynamic_eager",
                 "One forward pass over the whole prompt per step: compare the GPU's share of the time "
-                "with the decode runs below."),
+                "with the decode runs below. The post profiles one prompt length for one sequence; the "
+                "snippet's `--prompt` and `--batch` run longer prompts and larger prefill batches."),
             Run(f"{P4}/decode_b1_p512_dynamic_eager",
                 "One token per step. Find the row with the largest `Self CPU %`, then open the trace "
                 "and compare the attention calls of one step with each other; the post does it for its "
                 "run and tests its reading of what it finds."),
+            "## Testing a reading: flash attention",
+            "The post's reading of the eager decode: cuDNN runs attention as a graph built and tuned for "
+            "one set of shapes, and with a dynamic cache the keys and values grow by one position per "
+            "token, so every token brings a new shape. The first layer of a step pays for a new graph and "
+            "the other layers, which see the same shape, reuse it. MLX's notes on its cuDNN backend say the "
+            "same: the graph is recreated whenever the sequence length increases "
+            "(https://github.com/ml-explore/mlx/pull/2743). A reading is a hypothesis, and the snippet can "
+            "test it: `--attention flash` forces PyTorch's flash attention, which has no graph to build, "
+            "and changes nothing else.",
             Run(f"{P4}/decode_b1_p512_dynamic_eager_sdpa-flash",
-                "The same decode with `--attention flash`, which has no cuDNN graph to build: compare "
-                "the attention calls, the launches and the time per token with the run above."),
+                "Compare the attention calls, the widest GPU gap of a step and the time per token with the "
+                "run above. What is left is the plain cost of running a model op by op from Python: count "
+                "the launches per token and read how long the kernels they start run."),
             "## Taking the overhead away",
             Run(f"{P4}/decode_b1_p512_static_eager",
-                "A static cache keeps the attention shapes fixed, which a CUDA graph needs: compare its "
-                "attention calls, launches and time per token with the two runs above (the post says "
-                "which is faster on its GPU)."),
+                "A static cache keeps the attention shapes fixed, which a CUDA graph needs, and cuDNN builds "
+                "its graph once. Compare its attention calls, launches and time per token with the two runs "
+                "above: writing into a preallocated cache and masking it is more small ops than appending to "
+                "a tensor, so the static cache alone does not make eager decode fast."),
             Run(f"{P4}/decode_b1_p512_static_compile",
                 "`torch.compile(mode=\"reduce-overhead\")`: Inductor's fused kernels captured as one "
                 "CUDA graph per token. Look for `cudaGraphLaunch` in the table and compare the "
                 "tokens per second printed below it with the runs above. The first call compiles, "
-                "which takes a while."),
+                "which takes a while. To compare it with the static-cache eager run fact by fact, run "
+                "`python scripts/analyze.py BEFORE AFTER --diff --step 3` on the two traces in a checkout "
+                "of the repository; `--svg DIR` adds both timelines on one time scale."),
             "## Tokens per second against batch size",
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager",
                 "Six batch sizes in one trace, each step inside a `decode b=N` annotation; the lines "
                 "under the table give tokens per second per batch size."),
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager_sdpa-flash",
                 "The sweep again with flash attention: at which batch size does eager decode stop "
-                "being overhead-bound once the cuDNN graph builds are gone?"),
+                "being overhead-bound once the cuDNN graph builds are gone? At the largest batch, compare "
+                "its tokens per second with the compiled sweep's below: both are GPU-bound there, and a "
+                "verdict says who waits, not how much work there is."),
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_static_compile",
                 "The same sweep compiled: one graph per batch size (each compiles first). Where do "
-                "tokens per second stop growing in proportion to the batch?"),
+                "tokens per second stop growing in proportion to the batch? Run "
+                "`python scripts/analyze.py --blocks` on its trace for each batch size's verdict, and the "
+                "snippet with `TORCH_LOGS=output_code` to read what Inductor's fused kernels do."),
         ),
     ),
     Notebook(
