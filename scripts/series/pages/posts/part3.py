@@ -16,6 +16,7 @@ from statistics import median
 
 from ..claims import Spread, samples
 from ....tracefacts.model.intervals import total, union
+from ....tracefacts.pictures.kernel_tips import KernelTips
 from ....tracefacts.pictures.markup import Markup, concat, h, table, td, th
 from ..helpers import format_us
 from ....tracefacts.pictures.profiler_table import scrolling_table
@@ -172,27 +173,45 @@ def clip(name: str, width: int = 64) -> str:
     return name if len(name) <= width else name[:width - 1] + "…"
 
 
-def prof_html(head, rows, caption, label):
+def prof_html(head, rows, caption, label, tips: KernelTips | None = None):
     """A compact table in the profiler tables' style: one line per row, scrolling sideways.
     head: column titles (the first names the rows); rows: (row name, [(cell, numeric)]), each
-    text or markup from scripts.tracefacts.pictures.markup."""
+    text or markup from scripts.tracefacts.pictures.markup; `tips`: the notes of the kernel names
+    in it (made with the same `KernelTips`)."""
     thead = [th(name, {"scope": "col", "class": "num" if i else None}) for i, name in enumerate(head)]
     body = [[th(name, {"scope": "row"}), *(td(cell, {"class": "num" if num else None}) for cell, num in cells)]
             for name, cells in rows]
-    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), label)
+    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), label,
+                           after=tips and tips.notes())
 
 
 def rows_table(run, caption):
-    """The GPU activities of one call, in launch order (names escaped; full name on hover)."""
+    """The GPU activities of one call, in launch order (names escaped; full name on hover, what
+    the name says on tap, focus or hover)."""
+    tips = KernelTips(caption)
     rows = []
     for r in call_rows(run):
         occ = r.activity.args.get(OCC)
         op = concat(h("code", None, r.stage), (" › ", h("code", None, r.inner)) if r.inner != r.stage else None)
         rows.append((op, [(h("code", None, r.api), False), (format_us(r.dur_us), True),
                           ("" if occ is None else f"{occ}%", True),
-                          (h("code", {"title": r.activity.name}, clip(short_kernel(r.activity.name))), False)]))
+                          (tips.name(r.activity.name, clip(short_kernel(r.activity.name)), r.activity.kind,
+                                     {"title": r.activity.name}), False)]))
     return prof_html(["Op › innermost op", "Launch", "Time per call (median)", "Est. occupancy",
-                      "GPU activity (hover: full name)"], rows, caption, "GPU activities of one call")
+                      "GPU activity (hover: full name)"], rows, caption, "GPU activities of one call", tips)
+
+
+def resources_table(kernels, caption: str) -> Markup:
+    """Each kernel's launch shape and resources (`KernelResources`), and Kineto's occupancy
+    estimate from them: the name cut (full on hover, what it says on tap, focus or hover)."""
+    tips = KernelTips(caption)
+    rows = [(tips.name(k.name, clip(k.name, 36), code_attrs={"title": k.name}),
+             [(f"{k.occupancy}%", True), (str(k.threads), True), (str(k.registers), True),
+              (f"{k.shared_memory / 1024:.1f} KiB", True), (f"{k.blocks_per_sm:.2f}", True),
+              ("×".join(map(str, k.grid)), True)]) for k in kernels]
+    return prof_html(["Kernel (hover: full name)", "Est. occupancy", "Threads per block", "Registers per thread",
+                      "Shared memory per block", "Blocks per SM in the grid", "Grid"],
+                     rows, caption, "kernel resources", tips)
 
 
 # --- pictures ------------------------------------------------------------------------------------
