@@ -196,7 +196,8 @@ def test_perfetto_page_queries_its_own_trace_and_shows_what_the_query_returns(bu
     expected = sorted(totals.items(), key=lambda item: -item[1][1])[:5]
     table = html[html.index("<th>name</th>"):]
     table = table[:table.index("</table>")]
-    rows = re.findall(r'<tr>\s*<td><code title="([^"]*)">[^<]*</code></td>\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>([\d.]+)</td>', table)
+    rows = re.findall(r'<tr>\s*<td><button [^>]*class="ktip"[^>]*><code title="([^"]*)">[^<]*</code></button></td>'
+                      r'\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>([\d.]+)</td>', table)
     assert len(rows) == len(expected) >= 3
     for (name, calls, total), (want_name, (want_calls, want_total)) in zip(rows, expected):
         assert unescape(name) == want_name
