@@ -1,5 +1,5 @@
 """`python -m scripts COMMAND`: refresh the frozen artifacts, check them, list the examples, write
-the companion notebooks, list the pages' claims.
+the companion notebooks, list the pages' claims, build the site from another GPU's refresh.
 
 Only the standard library is imported here, so `refresh` runs on a bare GPU image; `claims`
 builds the site, and runs the docs tooling in a child process.
@@ -46,9 +46,20 @@ def main(argv: list[str] | None = None) -> int:
     listing.add_argument("--site", metavar="DIR",
                          help="read DIR/claims.json of a site already built instead of building one")
 
+    rebuild = commands.add_parser(
+        "rebuild-check", help="build the site strictly from another GPU's refresh (a tarball of its traces/)",
+        description="In a temporary copy of this tree, lay the tarball's runs over traces/ for the examples "
+                    "whose snippet and arguments are unchanged (the others keep this tree's runs), write the "
+                    "notebooks from them and build the site strictly; print which examples came from the "
+                    "tarball and which claims fail. Exit 1 if the build fails.")
+    rebuild.add_argument("tarball", help="a .tgz holding traces/ as `make refresh` wrote it on the other GPU")
+    rebuild.add_argument("--keep", metavar="DIR", help="build in DIR (made empty) and leave it there, site included")
+
     args = parser.parse_args(argv)
     if args.command == "claims":
         return list_claims(args.site)
+    if args.command == "rebuild-check":
+        return rebuild_check(args.tarball, args.keep)
     if args.command == "notebooks":
         return write_notebooks(check_only=args.check)
     try:
@@ -147,6 +158,120 @@ def list_claims(site: str | None) -> int:
     print(listing_text(claims, problems))
     return 1 if problems or any(not c.holds for c in claims) else 0
 
+
+def rebuild_check(tarball: str, keep: str | None) -> int:
+    """`rebuild-check`: see its description above; docs/guide/rebuild.md says what it is for."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from .pages import one_gpu
+    from .runs import overlay
+
+    source = Path(tarball)
+    if not source.is_file():
+        print(f"error: {tarball}: no such file", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="rebuild-check-") as tmp:
+        work = Path(keep) if keep else Path(tmp)
+        if keep:
+            shutil.rmtree(work, ignore_errors=True)
+        tree, site = work / "tree", work / "site"
+        try:
+            _copy_tree(catalog.ROOT, tree)
+            laid = overlay.lay(source, tree, list(catalog.EXAMPLES))
+        except (OSError, overlay.OverlayError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print("\n".join(laid.lines(source.name)), flush=True)
+        while True:  # each round that builds again gives examples back: it ends
+            built, listing = _strict_build(tree, site)
+            if listing is None:
+                break
+            claims, mixed = listing
+            failing = [c for c in claims if not c.holds]
+            print(f"{len(claims)} claim(s) checked, {len(failing)} failing" + "".join(
+                f"\n  {c.page}: {c.short}" for c in failing))
+            # A statement joining a run of the tarball with one this tree keeps would compare two
+            # GPUs (pages/one_gpu.py refuses it): the tarball's side goes back to this tree's run.
+            # A page may read runs of both here (PAGES_MAY_MIX): each is listed, none refused.
+            joined = {run for page, what, runs in mixed if what != one_gpu.PAGE for run in runs}
+            back = sorted(joined & {t.example.key for t in laid.taken})
+            if built.returncode == 0 or not back:
+                break
+            laid.put_back([catalog.get(key) for key in back], catalog.ROOT, tree)
+            print(f"{len(back)} example(s) back to this tree's run, since a statement joins each with a run "
+                  f"the tarball cannot replace: {' '.join(back)}; building again", flush=True)
+        pages = sorted(page for page, what, _ in mixed if what == one_gpu.PAGE) if listing else []
+        if pages:
+            print(f"{len(pages)} page(s) read runs of both GPUs (each run's caption names its GPU; a site build "
+                  f"refuses this): {', '.join(pages)}")
+        if built.returncode == 0 and laid.taken:
+            print(f"strict build: passed, {len(laid.taken)} example(s) from {source.name}"
+                  + (f" (site in {site})" if keep else ""))
+            return 0
+        if built.returncode == 0:
+            print(f"strict build: passed, but no example of {source.name} is left in it: nothing was checked")
+            return 1
+        print(f"strict build: FAILED (mkdocs exited {built.returncode}):")
+        print("\n".join("  " + line for line in built.stderr.strip().splitlines()[-60:]))
+        return 1
+
+
+def _strict_build(tree, site):
+    """`mkdocs build --strict` of `tree` into `site`, after writing its notebooks from its runs,
+    pages allowed to read runs of two GPUs (pages/one_gpu.py): the finished process, and the
+    claims and the (page, statement, runs) of two GPUs its listing holds (None where the build
+    stopped before writing one)."""
+    import json
+    import os
+    import subprocess
+
+    from .mkdocs_glue.ledger import LISTING, MIXED_GPUS
+    from .pages.claims import read_listing
+    from .pages.one_gpu import PAGES_MAY_MIX
+
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", **{PAGES_MAY_MIX: "1"})
+    (site / LISTING).unlink(missing_ok=True)
+    made = subprocess.run([sys.executable, "-m", "scripts", "notebooks"], cwd=tree, env=env,
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        return made, None
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+                           cwd=tree, env=env, capture_output=True, text=True)
+    path = site / LISTING
+    if not path.is_file():
+        return built, None
+    claims, _ = read_listing(path)
+    listed = json.loads(path.read_text(encoding="utf-8")).get(MIXED_GPUS, [])
+    return built, (claims, [(m["page"], m["statement"], tuple(m["runs"])) for m in listed])
+
+
+def _copy_tree(root, dest) -> None:
+    """The files a clean clone holds (those git tracks, and new ones it does not ignore), and what
+    a fresh clone fetches or makes before a build, shared rather than made again: the vendored
+    Pyodide, and the render cache (content-addressed: a run's bytes and the code are its key)."""
+    import shutil
+    import subprocess
+
+    from .pages import pyodide
+    from .pages.cache import CACHE_DIR
+
+    try:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                                cwd=root, capture_output=True, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise OSError(f"cannot list this tree's files with git ls-files ({err})") from None
+    for rel in filter(None, listed.split("\0")):
+        if (root / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    for shared in (pyodide.vendored_dir(root), CACHE_DIR):
+        if shared.is_dir():
+            link = dest / shared.relative_to(root)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(shared, target_is_directory=True)
 
 if __name__ == "__main__":
     run_main(main)

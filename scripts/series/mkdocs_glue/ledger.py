@@ -1,6 +1,7 @@
 """MkDocs glue for scripts.series.pages.claims: which page the claims are made on, one message per claim that
-does not hold (and per run a page uses without its buttons, and per comparison two pages answer
-differently), the notes under each page (the numbers behind its comparisons), and site/claims.json.
+does not hold (and per run a page uses without its buttons, per comparison two pages answer
+differently, and per statement whose runs were made on different GPUs: scripts.series.pages.one_gpu),
+the notes under each page (the numbers behind its comparisons), and site/claims.json.
 
 Like the stale-artifact check, a strict build fails with one message (a PluginError listing every
 problem, one line each), and `mkdocs serve` warns instead. A strict build cannot rely on warnings
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -23,10 +25,12 @@ if str(ROOT) not in sys.path:  # markdown-exec blocks import `scripts` too
 from mkdocs.exceptions import PluginError  # noqa: E402
 
 from scripts.series.pages.claims import LEDGER  # noqa: E402
+from scripts.series.pages import one_gpu  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.claims")
 
 LISTING = "claims.json"
+MIXED_GPUS = "mixed_gpus"  # the listing's statements whose runs were made on different GPUs (pages/one_gpu.py)
 
 
 def page_id(page, config) -> str:
@@ -59,8 +63,13 @@ def on_page_content(html, page, config, **kwargs):
 
 def on_post_build(config):
     LEDGER.site_problems += LEDGER.contradictions()  # one question, one answer, site-wide
+    mixed = one_gpu.mixed_statements(LEDGER)  # no page or statement rests on runs of different GPUs
+    usual = one_gpu.usual_gpu(set().union(*LEDGER.used.values())) if mixed else None
+    pages_may_mix = os.environ.get(one_gpu.PAGES_MAY_MIX) == "1"  # rebuild-check's build
+    LEDGER.site_problems += [m.message(usual) for m in mixed if not (m.whole_page and pages_may_mix)]
     listing = Path(config.site_dir) / LISTING
-    listing.write_text(json.dumps(LEDGER.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    written = {**LEDGER.to_json(), MIXED_GPUS: [m.to_json() for m in mixed]}
+    listing.write_text(json.dumps(written, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if config.strict:
         pages = sorted(set(LEDGER.used) | {c.page for c in LEDGER.claims})
         problems = [m for p in pages for m in LEDGER.page_problems(p)] + LEDGER.site_problems

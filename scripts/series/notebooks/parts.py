@@ -166,7 +166,10 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         title="Part 2 notebook: nn.Linear and a fused MLP",
         intro=(
             "Every example of Part 2: one `nn.Linear` cold and warm, eager and compiled, then a GeGLU "
-            "MLP in eager mode, compiled by Inductor, and with the Triton kernel the post writes."
+            "MLP in eager mode, compiled by Inductor, and with the Triton kernel the post writes. The "
+            "post tells one story from these runs; the cells below also hold what it leaves to you: "
+            "the step-by-step lengths of the cold and warm runs, the rest of the kernel names, and the "
+            "launch details that test their reading."
         ),
         cells=(
             "## One nn.Linear layer",
@@ -178,11 +181,32 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "Compiled: compare with the eager table. Which rows are gone, which of the compiler's "
                 "appear, and is the GEMM kernel the same one?"),
             Run("02_linear/linear_b1024_32x64_bf16_warm_eager",
-                "The warm eager run: compare its rows with the cold one's, and read the per-step times "
-                "from the trace, the first recorded step against the others."),
+                "The warm eager run: compare its rows with the cold one's, then open both traces and "
+                "read each recorded step's length. Is the first recorded step the longest, with "
+                "`--warmup` or without? If it is in every run, three untimed calls do not remove that "
+                "cost, and part of it belongs to the profiler's first active step."),
             Run("02_linear/linear_b1024_32x64_bf16_warm_compile",
                 "The warm compiled run: compare its CPU total with the warm eager run to see what the "
-                "compiler's runtime costs on a layer this small."),
+                "compiler's runtime costs on a layer this small, and the GEMM kernel's time per call "
+                "with eager mode's."),
+            "## Reading kernel names\n\n"
+            "cuBLAS's nvjet kernels (on Hopper and later) pack their configuration into the name; NVIDIA "
+            "does not document it, so what follows is a reading to test, not a specification. Split at "
+            "the underscores: the family, the architecture (`sm90`), the types (`tst`: bf16 in, fp32 "
+            "accumulation, bf16 out), the output tile, the K-tile and the pipeline stages, the cluster "
+            "shape, a letter we cannot read, the epilogue (`bz` for beta zero, `bias`, or a schedule such "
+            "as `coopA` and `coopB`) and the layout (`T`: the weight read transposed).\n\n"
+            "The trace lets you test the middle fields. Each kernel event's `args` record its `grid`, "
+            "its `block` and its `shared memory`. If `AxB_KxS` means an A×B output tile built from S "
+            "buffered slices K wide, the stage buffers take S × (A + B) × K × 2 bytes of bf16, a little "
+            "less than the shared memory the kernel asks for; and a persistent kernel launches one block "
+            "per tile or per SM, whichever is fewer. Try it on the MLP's GEMMs below, whose tiles "
+            "outnumber the SMs, and on the linear layer's, whose tiles do not. Part 1's fp32 GEMM, which "
+            "runs an older kernel, spells the same fields out (`tilesize`, `stage`, `warpsize`).\n\n"
+            "Inductor's kernels are named `triton_` + the first three letters of their kind (`poi` "
+            "pointwise, `red` reduction, `per` persistent reduction, `tem` template) + `fused_` and the "
+            "ATen ops they fuse + a running number. A Triton kernel written by hand keeps its Python "
+            "function's name.",
             "## A GeGLU MLP, three ways",
             Run(f"03_simple_mlp/{P2_MLP}_eager",
                 "Eager mode: the MLP's three matrix products (`aten::mm`) and its GELU and multiply, "
@@ -190,11 +214,17 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(f"03_simple_mlp/{P2_MLP}_compile",
                 "Compiled by Inductor: which kernels run the GEMMs, and what replaced GELU and multiply? "
                 "A generated kernel (`triton_…`) appears twice, as the CPU call that launches it and as "
-                "the GPU kernel."),
+                "the GPU kernel. In the trace, compare the call that launches it with the one that "
+                "launches ATen's kernels in eager mode."),
             Run(f"03_kernels_mlp/{P2_MLP}_triton",
                 "Our hand-written Triton kernel, `gelu_tanh_mul_kernel`, under its own `gelu_mul` "
-                "label; compare its CUDA time with Inductor's fused kernel above. (Run on a GPU, the "
-                "snippet also prints how far its output is from the eager MLP's before the table.)"),
+                "label; compare its CUDA time with Inductor's fused kernel above, and its grid and block "
+                "(in the kernel event's `args`) with Inductor's. (Run on a GPU, the snippet also prints "
+                "how far its output is from the eager MLP's before the table.)"),
+            "To read the three variants side by side, run `python scripts/analyze.py` on each trace: "
+            "the facts give each the same measures (GPU busy, the GPU waiting for the CPU, stalled, the "
+            "launch delay and the verdict), and HTA's idle-time breakdown, which counts only the gaps "
+            "between kernels, so its share of idle time the CPU caused is of a different whole.",
         ),
     ),
     Notebook(
@@ -204,7 +234,9 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         intro=(
             "Every example of Part 3: causal self-attention written naively, with an in-place mask, "
             "and through `scaled_dot_product_attention` with each backend forced in turn, plus the two "
-            "backends that refuse fp32 inputs."
+            "backends that refuse fp32 inputs. The post keeps to one story; what it leaves out is here: "
+            "the math backend kernel by kernel, the refusals word for word, and what the trace's "
+            "occupancy estimate means. (Our own Triton attention kernel is in Part 5's notebook.)"
         ),
         cells=(
             "## Naive and in place",
@@ -215,6 +247,15 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "`masked_fill_` fills the scores where they are: compare with the naive table, and look "
                 "for `aten::clone`, `aten::copy_` and the copy."),
             "## SDPA, one backend at a time",
+            "The math backend is `scaled_dot_product_attention` written in ATen ops, for inputs no fused "
+            "kernel accepts. Read its rows in order. The inputs go to fp32 first: an `aten::to` for each of q, k and v, "
+            "whose kernel casts bf16 to fp32 (PyTorch does this on purpose, for accuracy, unless "
+            "`torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)` allows bf16). So both GEMMs run "
+            "in fp32: `f32f32` in their names gives the types, `ffma` says they run on the ordinary CUDA "
+            "cores, and `sm80` the architecture the kernel was built for. The causal mask is built again on "
+            "every call: `aten::ones`, `aten::tril`, `aten::where`, then `aten::add_` applies it. The softmax "
+            "is a safe one (`aten::_safe_softmax`: rows masked out entirely become zeros, not NaN), and "
+            "an `aten::to` converts the attention weights back to bf16 before the second product.",
             Run(f"04_attention/sdpa_math_{P3}_bf16_warm",
                 "The math backend in ATen ops: read the GEMM kernels' names for their precision, and "
                 "look for the softmax and for the causal mask built again on every call "
@@ -228,6 +269,16 @@ NOTEBOOKS: tuple[Notebook, ...] = (
             Run(f"04_attention/sdpa_cudnn_{P3}_bf16_warm",
                 "cuDNN's fused attention: find its kernel (`cudnn_generated_…`), the launch call that "
                 "starts it, and what else each call puts on the GPU."),
+            "### What the occupancy estimate estimates",
+            "Each kernel in the trace carries `est. achieved occupancy %`. It is not measured: Kineto "
+            "computes it when it writes the trace, with CUDA's occupancy calculator, from the launch's "
+            "shape and the kernel's registers and shared memory: the blocks per SM that fit, capped by the "
+            "blocks per SM the grid has, times the threads per block, over the SM's maximum of threads. "
+            "Fused attention kernels read low by design: each thread keeps part of a tile of scores in "
+            "registers, and fewer, fatter threads are the price. A kernel that opts in to more shared "
+            "memory than the default (nvjet GEMMs, cuDNN's attention) reads 0, because Kineto's call passes "
+            "no opt-in limit; so does a kernel of a single block, truly near zero. For a measured occupancy, "
+            "use Nsight Compute.",
             "## When a backend refuses",
             Run(f"04_attention/sdpa_flash_{P3}_fp32_warm",
                 "Flash attention takes half-precision inputs only: in fp32 it refuses on the first "
@@ -244,41 +295,65 @@ NOTEBOOKS: tuple[Notebook, ...] = (
         intro=(
             "Every example of Part 4: a Llama-style model built from a `transformers` config with "
             "random weights (nothing to download), its prefill, its decode as `transformers` runs it, "
-            "with a static KV cache, and compiled into CUDA graphs; then tokens per second against "
-            "batch size. It needs `transformers` besides `torch` (`pip install transformers`)."
+            "with flash attention forced, with a static KV cache, and compiled into CUDA graphs; then "
+            "tokens per second against batch size. It needs `transformers` besides `torch` "
+            "(`pip install transformers`)."
         ),
         cells=(
             "## Prefill and decode",
+            "Why random weights change nothing a profiler sees: a dense model runs the same operators on "
+            "tensors of the same shapes whatever numbers they hold, the GEMMs take about the same time on "
+            "random values as on trained ones (all-zero weights could run faster, which is why they are "
+            "random rather than empty), and decoding a fixed number of tokens means no early stop makes one "
+            "run shorter than another. The snippet's flags set every dimension of the model.",
             Run(f"{P4}/prefill_b1_p512_dynamic_eager",
                 "One forward pass over the whole prompt per step: compare the GPU's share of the time "
-                "with the decode runs below."),
+                "with the decode runs below. The post profiles one prompt length for one sequence; the "
+                "snippet's `--prompt` and `--batch` run longer prompts and larger prefill batches."),
             Run(f"{P4}/decode_b1_p512_dynamic_eager",
                 "One token per step. Find the row with the largest `Self CPU %`, then open the trace "
                 "and compare the attention calls of one step with each other; the post does it for its "
                 "run and tests its reading of what it finds."),
+            "## Testing a reading: flash attention",
+            "The post's reading of the eager decode: cuDNN runs attention as a graph built and tuned for "
+            "one set of shapes, and with a dynamic cache the keys and values grow by one position per "
+            "token, so every token brings a new shape. The first layer of a step pays for a new graph and "
+            "the other layers, which see the same shape, reuse it. MLX's notes on its cuDNN backend say the "
+            "same: the graph is recreated whenever the sequence length increases "
+            "(https://github.com/ml-explore/mlx/pull/2743). A reading is a hypothesis, and the snippet can "
+            "test it: `--attention flash` forces PyTorch's flash attention, which has no graph to build, "
+            "and changes nothing else.",
             Run(f"{P4}/decode_b1_p512_dynamic_eager_sdpa-flash",
-                "The same decode with `--attention flash`, which has no cuDNN graph to build: compare "
-                "the attention calls, the launches and the time per token with the run above."),
+                "Compare the attention calls, the widest GPU gap of a step and the time per token with the "
+                "run above. What is left is the plain cost of running a model op by op from Python: count "
+                "the launches per token and read how long the kernels they start run."),
             "## Taking the overhead away",
             Run(f"{P4}/decode_b1_p512_static_eager",
-                "A static cache keeps the attention shapes fixed, which a CUDA graph needs: compare its "
-                "attention calls, launches and time per token with the two runs above (the post says "
-                "which is faster on its GPU)."),
+                "A static cache keeps the attention shapes fixed, which a CUDA graph needs, and cuDNN builds "
+                "its graph once. Compare its attention calls, launches and time per token with the two runs "
+                "above: writing into a preallocated cache and masking it is more small ops than appending to "
+                "a tensor, so the static cache alone does not make eager decode fast."),
             Run(f"{P4}/decode_b1_p512_static_compile",
                 "`torch.compile(mode=\"reduce-overhead\")`: Inductor's fused kernels captured as one "
                 "CUDA graph per token. Look for `cudaGraphLaunch` in the table and compare the "
                 "tokens per second printed below it with the runs above. The first call compiles, "
-                "which takes a while."),
+                "which takes a while. To compare it with the static-cache eager run fact by fact, run "
+                "`python scripts/analyze.py BEFORE AFTER --diff --step 3` on the two traces in a checkout "
+                "of the repository; `--svg DIR` adds both timelines on one time scale."),
             "## Tokens per second against batch size",
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager",
                 "Six batch sizes in one trace, each step inside a `decode b=N` annotation; the lines "
                 "under the table give tokens per second per batch size."),
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_dynamic_eager_sdpa-flash",
                 "The sweep again with flash attention: at which batch size does eager decode stop "
-                "being overhead-bound once the cuDNN graph builds are gone?"),
+                "being overhead-bound once the cuDNN graph builds are gone? At the largest batch, compare "
+                "its tokens per second with the compiled sweep's below: both are GPU-bound there, and a "
+                "verdict says who waits, not how much work there is."),
             Run(f"{P4}/decode_b1-8-64-256-1024-2048_p128_static_compile",
                 "The same sweep compiled: one graph per batch size (each compiles first). Where do "
-                "tokens per second stop growing in proportion to the batch?"),
+                "tokens per second stop growing in proportion to the batch? Run "
+                "`python scripts/analyze.py --blocks` on its trace for each batch size's verdict, and the "
+                "snippet with `TORCH_LOGS=output_code` to read what Inductor's fused kernels do."),
         ),
     ),
     Notebook(

@@ -6,11 +6,8 @@ dataclasses; the post words them and states its claims about them through script
 
 from __future__ import annotations
 
-import gzip
-import json
-import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ..claims import Spread, samples
 from . import pooled
@@ -42,14 +39,6 @@ def args_of(run) -> dict[str, int]:
     """The snippet's numeric command-line arguments, from the run's metadata."""
     args = run.meta.inputs.args
     return {k.lstrip("-"): int(v) for k, v in zip(args, args[1:]) if k.startswith("--") and v.isdigit()}
-
-
-def launch_details(run) -> dict[str, dict]:
-    """Per kernel name, what Kineto recorded about its launch (grid, block, shared memory, ...).
-    The trace model keeps only the args the analysis reads, so read them from the file itself."""
-    with gzip.open(run.example.trace_path, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    return {e["name"]: e["args"] for e in events if e.get("cat") == "kernel"}
 
 
 # --- one nn.Linear ---------------------------------------------------------------------------------
@@ -100,28 +89,9 @@ def op_names(run) -> set[str]:
     return {e.name for e in run.trace.events if e.kind == "cpu_op"}
 
 
-def kernel_samples(run) -> Spread:
-    """The duration of the one kernel of each recorded step, over every run of the example (the
-    steps' GPU busy time, from scripts.series.runs.samples); with more than one kernel in a step,
-    the durations of the shown trace's kernels."""
-    steps = [step for digest in run.samples() for step in digest["steps"]]
-    if steps and all(step["gpu"]["kernels"] == 1 for step in steps):
-        return samples((step["gpu"]["busy_us"] for step in steps), label="time of the step's one kernel",
-                       runs=[run.example.key])
-    return samples((k.dur for k in run.trace.kernels), label="kernel duration", runs=[run.example.key])
-
-
 def later_steps(*runs) -> Spread:
     """The host length of every recorded step after each run's first, pooled over the runs."""
     return pooled(*(run.step_samples("dur_us", skip_first=True) for run in runs), label="step length")
-
-
-def step_lengths(runs: dict) -> tuple[list[str], dict[str, list[float]], bool]:
-    """The recorded steps' names, each run's step lengths in order (label -> lengths), and
-    whether the first recorded step is the longest in every run."""
-    lengths = {label: list(run.step_durations().values()) for label, run in runs.items()}
-    steps = list(next(iter(runs.values())).step_durations())
-    return steps, lengths, all(d[0] == max(d) for d in lengths.values())
 
 
 # --- nvjet names -----------------------------------------------------------------------------------
@@ -148,10 +118,6 @@ class NvjetName:
             raise ValueError(f"not an nvjet kernel name: {name!r}")
         return cls(*parts[:7], "_".join(parts[7:-1]), parts[-1])
 
-    @classmethod
-    def field_names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
-
     @property
     def tile_mn(self) -> tuple[int, int]:
         tm, tn = self.tile.split("x")
@@ -172,117 +138,6 @@ def gemm_names(*runs, step: str = "ProfilerStep#3") -> list[str]:
     """The nvjet GEMMs the runs launched in one step, unique, in order of appearance."""
     names = [a.name for run in runs for a in per_step(run)[step] if a.name.startswith("nvjet")]
     return list(dict.fromkeys(names))
-
-
-def first_nvjet(run) -> str:
-    return next(k.name for k in run.trace.kernels if k.name.startswith("nvjet"))
-
-
-@dataclass(frozen=True)
-class TileCheck:
-    """One GEMM's name read against its launch: shared memory and blocks launched."""
-
-    name: str
-    fields: NvjetName
-    m: int  # cuBLAS's M, N and K (rows of W, rows of x, the inner dimension)
-    n: int
-    k: int
-    shared_memory: int  # per block, as launched
-    grid: tuple[int, ...]
-    sms: int
-
-    @property
-    def predicted_smem(self) -> int:
-        """The stage buffers: stages × (tile M + tile N) × K-tile × 2 bytes (bf16)."""
-        (tm, tn), (tk, stages) = self.fields.tile_mn, self.fields.tk_stages
-        return stages * (tm + tn) * tk * 2
-
-    @property
-    def leftover(self) -> int:
-        return self.shared_memory - self.predicted_smem
-
-    @property
-    def tiles(self) -> int:
-        tm, tn = self.fields.tile_mn
-        return math.ceil(self.m / tm) * math.ceil(self.n / tn)
-
-    @property
-    def blocks(self) -> int:
-        return math.prod(self.grid)
-
-    @property
-    def grid_fits(self) -> bool:
-        """One block per tile, or per SM, whichever is fewer (a persistent kernel)."""
-        return self.blocks == min(self.tiles, self.sms)
-
-    @property
-    def cluster_fits(self) -> bool:
-        return self.grid[0] == int(self.fields.cluster.split("x")[1])
-
-
-def tile_checks(problems: dict[str, tuple[int, int, int]], details: dict[str, dict], sms: int) -> list[TileCheck]:
-    """`problems`: GEMM name -> (M, N, K); `details`: launch_details of the runs that ran them."""
-    return [TileCheck(name, NvjetName.of(name), m, n, k, details[name]["shared memory"],
-                      tuple(details[name]["grid"]), sms) for name, (m, n, k) in problems.items()]
-
-
-@dataclass(frozen=True)
-class Leftovers:
-    """The shared memory a kernel asks for beyond its predicted stage buffers, over the kernels."""
-
-    low: int
-    high: int
-    smallest_stage: int  # the smallest one-stage buffer among them: (tile M + tile N) × K-tile × 2
-
-    @property
-    def nearly_constant(self) -> bool:
-        """The remainder varies by less than one stage buffer of the smallest kernel: a reading
-        one stage or one tile off would move the prediction by at least that much."""
-        return self.high - self.low < self.smallest_stage
-
-
-def leftovers(checks: list[TileCheck]) -> Leftovers:
-    values = [c.leftover for c in checks]
-    stage = min((c.fields.tile_mn[0] + c.fields.tile_mn[1]) * c.fields.tk_stages[0] * 2 for c in checks)
-    return Leftovers(min(values), max(values), stage)
-
-
-WGMMA_ROWS = 64  # rows (M) of one Hopper warpgroup MMA instruction
-
-
-def coop_split_fits(names: list[str]) -> dict[str, bool]:
-    """For each coop GEMM: does our guess (coopA splits the tile's rows into two halves of whole
-    wgmma instructions, coopB its columns) fit its tile?"""
-    out = {}
-    for name in names:
-        f = NvjetName.of(name)
-        if "coop" not in f.schedule:
-            continue
-        half_rows = f.tile_mn[0] // 2
-        out[name] = (half_rows % WGMMA_ROWS == 0) if f.schedule == "coopA" else (half_rows % WGMMA_ROWS != 0)
-    return out
-
-
-@dataclass(frozen=True)
-class Fp32Gemm:
-    """The fields the older cuBLAS naming spells out, and the launch that checks them."""
-
-    name: str
-    tile: tuple[int, int, int]
-    warps: tuple[int, int, int]
-    grid: tuple[int, ...]
-    block: int
-
-
-def fp32_gemm(run) -> Fp32Gemm:
-    name = next(k.name for k in run.trace.kernels if "gemm" in k.name)
-    args = launch_details(run)[name]
-    tile = re.search(r"tilesize(\d+)x(\d+)x(\d+)", name)
-    warps = re.search(r"warpsize(\d+)x(\d+)x(\d+)", name)
-    if not tile or not warps:
-        raise ValueError(f"{run.example.key}: {name!r} names no tile or warp size")
-    return Fp32Gemm(name, tuple(map(int, tile.groups())), tuple(map(int, warps.groups())),
-                    tuple(args["grid"]), args["block"][0])
 
 
 # --- the MLP variants ------------------------------------------------------------------------------
@@ -318,25 +173,17 @@ def bandwidth_samples(moved_bytes: float, times: Spread) -> Spread:
     return samples((moved_bytes / t / 1e6 for t in times.values), unit="", label="TB/s", runs=times.runs)
 
 
-@dataclass(frozen=True)
-class VariantMeasures:
-    """The analyzer's measures of one MLP variant, for the side-by-side tables (whole trace)."""
-
-    gpu_busy_pct: float  # of the whole trace's time (GPU busy), as are the two below
-    host_wait_pct: float  # the GPU idle waiting for the host
-    stalled_pct: float  # the GPU idle with work already launched
-    idle_us: float  # HTA's idle breakdown: the first stream's idle time between activities
-    idle_host_wait_pct: float  # HTA's: of that idle time, the gaps the host caused
-    delay_p50_us: float | None  # median launch-to-start
-    later_verdicts: list[str]  # the verdicts of the recorded steps after the first
+# The verdicts that say who sets the pace, from the GPU's own work to the host's.
+_PACE = ("GPU-bound", "mixed", "overhead-bound")
 
 
-def measures(run) -> VariantMeasures:
-    facts = run.trace_facts()
-    window, idle = facts.window, facts.window.idle_by_stream[0]
-    return VariantMeasures(
-        window.window_busy_pct, window.time_split.host_wait_pct, window.time_split.stalled_pct, idle.idle_us,
-        idle.host_wait_pct, window.launches.delay_p50_us, [s.verdict.label for s in facts.steps[1:]])
+def pace_shift(before: str, after: str) -> str:
+    """Which way a change moved the verdict: "towards the host", "towards the GPU" or "unchanged";
+    "from X to Y" where either verdict says nothing of who sets the pace (stalled, no GPU activity)."""
+    if before not in _PACE or after not in _PACE:
+        return f"from {before} to {after}"
+    moved = _PACE.index(after) - _PACE.index(before)
+    return "towards the host" if moved > 0 else "towards the GPU" if moved < 0 else "unchanged"
 
 
 def gap_samples(run, pattern: str) -> Spread:
@@ -368,15 +215,6 @@ def kernel_family(name: str) -> str:
     if name.startswith("gelu_tanh_mul"):
         return "our Triton"
     return "ATen"
-
-
-def launch_apis(runs) -> dict[str, set[str]]:
-    """Per kernel family, the launch calls that started its kernels in these runs."""
-    apis: dict[str, set[str]] = {}
-    for run in runs:
-        for k in run.trace.kernels:
-            apis.setdefault(kernel_family(k.name), set()).add(run.trace.launch_of(k).name)
-    return apis
 
 
 def enclosing_ops(run, event) -> list[str]:

@@ -3,18 +3,17 @@
 The post counts per `attention` call: the launches made inside the call's `record_function`
 label, each followed to the GPU activity it started by correlation id, so that work spilled in
 from an unrecorded step (launched before the recording began) is not counted. Each recorded step
-makes one call, so a call's numbers are per-step samples, compared with their spreads.
+makes one call, so a call's numbers are per-step samples, compared by the ratio of their medians.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from dataclasses import dataclass
 from statistics import median
 
-from ..claims import Spread, samples
+from ..claims import Spread, format_value, samples
+from ....tracefacts.facts.kernels import work_class
 from ....tracefacts.model.intervals import total, union
 from ....tracefacts.pictures.kernel_tips import KernelTips
 from ....tracefacts.pictures.markup import Markup, concat, h, table, td, th
@@ -22,7 +21,6 @@ from ..helpers import format_us
 from ....tracefacts.pictures.profiler_table import scrolling_table
 from ....tracefacts.model.trace import Window
 
-OCC = "est. achieved occupancy %"
 SDPA_OPS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math")
 LABEL = "attention"
 
@@ -93,8 +91,23 @@ def one(values: list[int]) -> str:
 
 
 def gpu_samples(run) -> Spread:
-    """GPU time per call (the busy time of the activities each call launched), one per call."""
-    return samples((c.gpu_busy_us for c in calls(run)), label="GPU time per call", runs=[run.example.key])
+    """GPU time per call (the busy time of the activities each call launched), one per call: the
+    calls of the shown trace, and those of the refresh's extra runs of the example where there
+    are any (scripts/series/runs/samples.py keeps each run's GPU busy time per recorded step).
+
+    A step makes one call, so a step's GPU busy time is its call's, unless the step also holds
+    GPU work spilled in from before the recording (the digests place such work by its start
+    time). The extra runs' steps are taken only where the shown trace's steps and calls agree
+    one for one (to the digests' nanosecond rounding), that is, where no work spilled in."""
+    per_call = [c.gpu_busy_us for c in calls(run)]
+    digests = run.samples() if hasattr(run, "samples") else []
+    if len(digests) > 1:
+        from ...runs.samples import step_values
+
+        shown = step_values(digests[:1], "gpu.busy_us", skip_first=False)
+        if len(shown) == len(per_call) and all(abs(s - c) < 1e-3 for s, c in zip(shown, per_call)):
+            per_call += step_values(digests[1:], "gpu.busy_us", skip_first=False)
+    return samples(per_call, label="GPU time per call", runs=[run.example.key])
 
 
 def label_samples(run) -> Spread:
@@ -102,21 +115,26 @@ def label_samples(run) -> Spread:
     return run.op_samples(LABEL, "total_us", skip_first=False)
 
 
-def sdpa_samples(run) -> Spread:
-    """CPU time per call in PyTorch's SDPA op (no samples for the hand-written variants)."""
-    return run.op_samples(SDPA_OPS[0], "total_us", skip_first=False)
+def spreads_note(what: str, spreads: dict[str, Spread]) -> str:
+    """One note's text for a table column of medians: the spread behind each, in one line
+    ("GPU time per call, min to max of 3 samples each: naive 1.07 ms to 1.08 ms; ..."), the kind
+    of spread and the count said once where every row shares them."""
+    kinds = {(sp.kind, sp.n) for sp in spreads.values()}
+    shared = len(kinds) == 1
+    head = f"{what}, {next(iter(kinds))[0]} of {next(iter(kinds))[1]} samples each" if shared else f"{what}, spreads"
+
+    def one_row(name: str, sp: Spread) -> str:
+        said = f"{name} {format_value(sp.low, sp.unit)} to {format_value(sp.high, sp.unit)}"
+        return said if shared else f"{said} ({sp.kind}, {sp.n} samples)"
+
+    return head + ": " + "; ".join(one_row(name, sp) for name, sp in spreads.items()) + "."
 
 
-def activity_samples(run, match) -> Spread:
-    """Per call, the summed time of the activities it launched for which match(activity) holds."""
-    return samples((sum(a.dur for a in c.activities if match(a)) for c in calls(run)),
-                   label="activity time per call", runs=[run.example.key])
-
-
-def fractions_of(spread: Spread, reference: float) -> Spread:
-    """Each sample as a fraction of one reference number (the series' value)."""
-    return samples((v / reference for v in spread.values), unit="", label=f"{spread.label} / reference",
-                   runs=spread.runs)
+def sdpa_check(run) -> str | None:
+    """The line our Triton kernel's run prints under its table: its output checked against SDPA's
+    on the same inputs (snippets/04_attention.py), or None if the run printed none."""
+    found = [line for line in run.example.table_path.read_text().splitlines() if line.startswith("matches SDPA")]
+    return found[0] if found else None
 
 
 # --- the rows of one call ------------------------------------------------------------------------
@@ -186,32 +204,19 @@ def prof_html(head, rows, caption, label, tips: KernelTips | None = None):
 
 
 def rows_table(run, caption):
-    """The GPU activities of one call, in launch order (names escaped; full name on hover, what
-    the name says on tap, focus or hover)."""
+    """The GPU activities of one call, in launch order, each with its work class (the analyzer's,
+    scripts/tracefacts/facts/kernels.py) and its time per call (names escaped; full name on hover,
+    what the name says on tap, focus or hover)."""
     tips = KernelTips(caption)
     rows = []
     for r in call_rows(run):
-        occ = r.activity.args.get(OCC)
         op = concat(h("code", None, r.stage), (" › ", h("code", None, r.inner)) if r.inner != r.stage else None)
-        rows.append((op, [(h("code", None, r.api), False), (format_us(r.dur_us), True),
-                          ("" if occ is None else f"{occ}%", True),
+        rows.append((op, [(h("code", None, r.api), False),
                           (tips.name(r.activity.name, clip(short_kernel(r.activity.name)), r.activity.kind,
-                                     {"title": r.activity.name}), False)]))
-    return prof_html(["Op › innermost op", "Launch", "Time per call (median)", "Est. occupancy",
-                      "GPU activity (hover: full name)"], rows, caption, "GPU activities of one call", tips)
-
-
-def resources_table(kernels, caption: str) -> Markup:
-    """Each kernel's launch shape and resources (`KernelResources`), and Kineto's occupancy
-    estimate from them: the name cut (full on hover, what it says on tap, focus or hover)."""
-    tips = KernelTips(caption)
-    rows = [(tips.name(k.name, clip(k.name, 36), code_attrs={"title": k.name}),
-             [(f"{k.occupancy}%", True), (str(k.threads), True), (str(k.registers), True),
-              (f"{k.shared_memory / 1024:.1f} KiB", True), (f"{k.blocks_per_sm:.2f}", True),
-              ("×".join(map(str, k.grid)), True)]) for k in kernels]
-    return prof_html(["Kernel (hover: full name)", "Est. occupancy", "Threads per block", "Registers per thread",
-                      "Shared memory per block", "Blocks per SM in the grid", "Grid"],
-                     rows, caption, "kernel resources", tips)
+                                     {"title": r.activity.name}), False),
+                          (work_class(r.activity.name, r.activity.kind), False), (format_us(r.dur_us), True)]))
+    return prof_html(["Op › innermost op", "Launch", "GPU activity (hover: full name)", "Work class",
+                      "Time per call (median)"], rows, caption, "GPU activities of one call", tips)
 
 
 # --- pictures ------------------------------------------------------------------------------------
@@ -248,70 +253,3 @@ def hidden_copy_link(run, copy) -> Markup:
 def activities_within(run, window: Window, kind: str) -> list:
     """The GPU activities of `kind` that run entirely inside the window."""
     return [a for a in run.trace.gpu_activities if a.kind == kind and window.start <= a.ts and a.end <= window.end]
-
-
-def earlier_work_pct(run, window: Window) -> float:
-    """The share of the window's time in which the GPU ran work launched before the window began
-    (an activity without a launch in the trace was launched before the recording did)."""
-    earlier = [(max(a.ts, window.start), min(a.end, window.end)) for a in run.trace.gpu_activities
-               if ((launch := run.trace.launch_of(a)) is None or launch.ts < window.start)
-               and a.end > window.start and a.ts < window.end]
-    return 100.0 * total(union(earlier)) / window.dur
-
-
-# --- occupancy -----------------------------------------------------------------------------------
-
-
-def raw_kernel_args(run) -> tuple[dict[str, dict], dict]:
-    """The kernel args our trace model drops (grid, block, registers, shared memory), read from
-    the raw trace: {kernel name: args}, and the first device's properties."""
-    with gzip.open(run.example.trace_path, "rt") as f:
-        doc = json.load(f)
-    kernels = {e["name"]: e.get("args", {}) for e in doc["traceEvents"] if e.get("cat") == "kernel"}
-    return kernels, doc.get("deviceProperties", [{}])[0]
-
-
-@dataclass(frozen=True)
-class KernelResources:
-    """A kernel's launch shape and resources, and the occupancy Kineto estimated from them."""
-
-    name: str
-    threads: int  # per block
-    registers: int  # per thread
-    shared_memory: int  # per block, bytes
-    grid: tuple[int, ...]
-    blocks_per_sm: float  # the grid's blocks over the SMs
-    occupancy: float  # Kineto's estimate, %
-
-    @classmethod
-    def of(cls, name: str, args: dict) -> KernelResources:
-        block = args["block"]
-        return cls(name, block[0] * block[1] * block[2], args["registers per thread"], args["shared memory"],
-                   tuple(args["grid"]), args["blocks per SM"], args[OCC])
-
-    @property
-    def blocks(self) -> int:
-        return self.grid[0] * self.grid[1] * self.grid[2]
-
-
-def resources(runs_and_filters) -> list[KernelResources]:
-    """KernelResources of the kernels of each (run, keep(name)) pair, one row per kernel name."""
-    found: dict[str, KernelResources] = {}
-    for run, keep in runs_and_filters:
-        kernels, _ = raw_kernel_args(run)
-        for name, args in kernels.items():
-            if keep(name):
-                found.setdefault(name, KernelResources.of(name, args))
-    return list(found.values())
-
-
-def blocks_by_registers(k: KernelResources, regs_per_sm: int) -> int:
-    """Blocks per SM the register file allows, registers allocated in steps of 8 per thread."""
-    return regs_per_sm // (-(-k.registers // 8) * 8 * k.threads)
-
-
-def explained_by_registers(k: KernelResources, regs_per_sm: int, max_threads: int) -> bool:
-    """Whether the register limit (capped by the grid's blocks per SM) gives the printed estimate,
-    rounded as Kineto rounds it."""
-    blocks = min(blocks_by_registers(k, regs_per_sm), k.blocks_per_sm)
-    return int(0.5 + 100 * blocks * k.threads / max_threads) == k.occupancy

@@ -8,17 +8,18 @@ the samples of a quantity are its steps in the one trace (`--tokens` of them per
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from statistics import mean, median
+from statistics import median
 
 from .. import cache, render
 from ....tracefacts.facts.analysis import WindowFacts, steady_step
 from ....tracefacts.facts.blocks import GAP_MIN_US, LLM_STEP, ActivityCost, BatchFacts, LLMStep, idle_intervals
-from ..claims import MIN_SAMPLES, Spread, bootstrap, outcome_of, samples
+from ..claims import Spread, samples
 from ....tracefacts.model.intervals import gaps
 from ..helpers import format_us
-from ....tracefacts.model.trace import select_window
+from ....tracefacts.model.trace import Window, select_window
+from ....tracefacts.pictures.markup import Markup, table, td, th
+from ....tracefacts.pictures.profiler_table import scrolling_table
 
 # Llama 3 8B's dimensions, as its config.json on the Hugging Face Hub gives them
 # (meta-llama/Meta-Llama-3-8B: hidden_size, intermediate_size, num_attention_heads,
@@ -77,11 +78,6 @@ def per_second(tokens_per_step: int, step: Spread) -> float:
     return tokens_per_step / (step.median / 1e6)
 
 
-def medians(run, field: str, batches: list[int]) -> dict[int, float]:
-    """The median of a field per batch size (all steps of each)."""
-    return {b: spread(run, field, b, skip_first=False).median for b in batches}
-
-
 # --- the drawn step ------------------------------------------------------------------------------
 
 
@@ -110,18 +106,6 @@ def during(run, name: str, step: str = "ProfilerStep#3") -> list:
 def calls_per_step(run, name: str) -> list[int]:
     """How many events called `name` began in each recorded ProfilerStep."""
     return [len(during(run, name, step.name)) for step in run.trace.steps]
-
-
-def span_text(events) -> str:
-    """The shortest and the longest of some events, as text: '12.1 us to 30.5 us'."""
-    durations = [e.dur for e in events]
-    if not durations:
-        raise ValueError("no events to give the span of")
-    return f"{format_us(min(durations))} to {format_us(max(durations))}"
-
-
-def mean_us(events) -> float:
-    return mean(e.dur for e in events)
 
 
 # --- the table -----------------------------------------------------------------------------------
@@ -286,7 +270,7 @@ def leaving_text(view) -> str:
     text = (f"is *{mixed.verdict}* from batch **{mixed.batch}** (GPU busy **{mixed.gpu_busy_pct:.0f}%** "
             "of the step time)" if mixed is not bound else "")
     if bound:
-        text += (" and " if text else "") + (f"*GPU-bound* from batch **{bound.batch}** on "
+        text += (" and " if text else "is ") + (f"*GPU-bound* from batch **{bound.batch}** on "
                                              f"(GPU busy **{bound.gpu_busy_pct:.0f}%** of the step time)")
     return text
 
@@ -317,86 +301,9 @@ def time_of(run, batch: int, test, what: str) -> Spread:
     return samples(values, "us", what, [run.example.key])
 
 
-def most_share(part: Spread, whole: Spread) -> float:
-    """The largest share (in %) that `part` can be of `whole`, given their spreads."""
-    return 100.0 * part.high / whole.low
-
-
-def _difference_over(a: float, b: float, c: float, d: float) -> float:
-    """(a - b) / (c - d): a difference of medians as a share of another (for scripts.series.pages.claims.bootstrap)."""
-    return (a - b) / (c - d) if c != d else math.inf
-
-
 def is_copy_kernel(name: str) -> bool:
     """Inductor's fused kernels that expand and copy the shared key/value heads."""
     return name.startswith("triton_") and "expand" in name and "clone" in name
-
-
-@dataclass(frozen=True)
-class GraphAgainstEager:
-    """The costliest GPU activities of a compiled graph's steps against an eager run's, at one
-    batch size each, per step with their spreads."""
-
-    fused: ActivityCost  # Inductor's costliest Triton kernel in the graph
-    cudnn: ActivityCost  # the graph's attention kernel (cuDNN's SDPA)
-    flash: ActivityCost  # eager's flash attention kernel
-    fused_words: list[str]  # what the fused kernel's name says it does
-    fused_us: Spread  # per step
-    cudnn_us: Spread
-    flash_us: Spread
-    copies_and_attention_us: Spread  # fused + cudnn, per graph step
-    gemm_graph_us: Spread  # nvjet GEMMs per step, graph
-    gemm_eager_us: Spread
-    graph_gpu_us: Spread  # GPU busy per step
-    eager_gpu_us: Spread
-
-    @property
-    def extra_us(self) -> float:
-        """What the fused copies and cuDNN's attention cost beyond eager's flash kernel (medians)."""
-        return self.copies_and_attention_us.median - self.flash_us.median
-
-    @property
-    def gap_us(self) -> float:
-        """The graph step's GPU time minus the eager step's (medians)."""
-        return self.graph_gpu_us.median - self.eager_gpu_us.median
-
-    @property
-    def extra_against_gap(self) -> str:
-        """Whether `extra_us` is more than, less than or about the whole of `gap_us`, by the
-        bootstrap interval of their ratio (scripts.series.pages.claims: lower, higher, same, unclear),
-        or "too few" below MIN_SAMPLES steps a side."""
-        sides = (self.copies_and_attention_us, self.flash_us, self.graph_gpu_us, self.eager_gpu_us)
-        if min(s.n for s in sides) < MIN_SAMPLES:
-            return "too few"
-        return outcome_of(*bootstrap(_difference_over, *(s.values for s in sides)))
-
-
-def graph_against_eager(graph_view, eager_view, graph_batch: int, eager_batch: int) -> GraphAgainstEager:
-    graph, eager = graph_view.kernels(graph_batch), eager_view.kernels(eager_batch)
-
-    def find(kernels, test, what):
-        found = next((k for k in kernels if test(k.name)), None)
-        if found is None:
-            raise LookupError(f"no {what} among the costliest GPU activities")
-        return found
-
-    fused = find(graph, lambda n: n.startswith("triton_"), "Triton kernel")
-    cudnn = find(graph, lambda n: "sdpa" in n, "cuDNN attention kernel")
-    flash = find(eager, lambda n: "flash" in n, "flash attention kernel")
-    g, e = graph_view.run, eager_view.run
-    return GraphAgainstEager(
-        fused=fused, cudnn=cudnn, flash=flash,
-        fused_words=[w for w in ("expand", "clone", "cat", "cudnn_attention") if w in fused.name],
-        fused_us=time_of(g, graph_batch, lambda n: n == fused.name, "fused kernel per step"),
-        cudnn_us=time_of(g, graph_batch, lambda n: n == cudnn.name, "cuDNN attention per step"),
-        flash_us=time_of(e, eager_batch, lambda n: n == flash.name, "flash attention per step"),
-        copies_and_attention_us=time_of(g, graph_batch, lambda n: n in (fused.name, cudnn.name),
-                                        "fused copies and cuDNN attention per step"),
-        gemm_graph_us=time_of(g, graph_batch, lambda n: n.startswith("nvjet"), "nvjet GEMMs per step, graph"),
-        gemm_eager_us=time_of(e, eager_batch, lambda n: n.startswith("nvjet"), "nvjet GEMMs per step, eager"),
-        graph_gpu_us=spread(g, "busy_us", graph_batch, skip_first=False),
-        eager_gpu_us=spread(e, "busy_us", eager_batch, skip_first=False),
-    )
 
 
 # --- the exercises --------------------------------------------------------------------------------
@@ -416,13 +323,6 @@ class OpShare:
         return 100.0 * self.op_us / self.steps_us
 
 
-def op_share_of_steps(run, op: str) -> OpShare:
-    steps = run.trace.steps
-    calls = [e for e in run.trace.events if e.name == op and e.kind == "cpu_op"
-             and any(s.ts <= e.ts < s.end for s in steps)]
-    return OpShare(op, len(calls), sum(e.dur for e in calls), sum(s.dur for s in steps))
-
-
 def top_host_op(run) -> OpShare:
     """The op with the most host time in the recorded steps among the outermost ops (those no other
     op holds, on the same thread): the widest rows of the CPU lane, summed by name."""
@@ -439,7 +339,78 @@ def top_host_op(run) -> OpShare:
     return OpShare(op, calls[op], time[op], sum(s.dur for s in steps))
 
 
-def first_busy_batch(run, batches: list[int], share: float = 50.0) -> int | None:
-    """The smallest batch size whose median step keeps the GPU busy more than `share`% of the
-    step's span (the time-window view), or None."""
-    return next((b for b in batches if spread(run, "busy_pct", b, skip_first=False).median > share), None)
+# --- batch 1: the runs side by side ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch1:
+    """One run at batch 1 as the post's table gives it: the per-step medians of the steps after the
+    first (as the verdicts read them), and the whole trace's GPU busy share and verdict, the two
+    headline facts of its facts box (one number per question: the prose quotes these)."""
+
+    label: str
+    key: str
+    tokens: int  # new tokens (decode) or prompt tokens (prefill) per step
+    step_us: Spread
+    launches: Spread
+    kernels: Spread
+    busy_pct: float
+    verdict: str
+
+    @property
+    def per_second(self) -> float:
+        return per_second(self.tokens, self.step_us)
+
+
+def batch1(label: str, run, tokens: int = 1) -> Batch1:
+    box = run.trace_facts().window
+    return Batch1(label, run.example.key, tokens, *(spread(run, f, skip_first=True) for f in
+                                                    ("dur_us", "launches", "kernels")),
+                  box.window_busy_pct, box.verdict.label)
+
+
+def batch1_table(rows: list[Batch1], caption: str) -> Markup:
+    """The batch-1 runs side by side, one row each."""
+    head = ["run", "tokens per step", "time per step", "tokens/s", "launches per step", "kernels per step",
+            "GPU busy", "verdict"]
+    body = [[r.label, f"{r.tokens:,}", format_us(r.step_us.median), f"{r.per_second:,.0f}",
+             f"{r.launches.median:.0f}", f"{r.kernels.median:.0f}", f"{r.busy_pct:.1f}%", r.verdict] for r in rows]
+    cells = [[th(row[0], {"scope": "row"}), *(td(cell, {"class": "num"}) for cell in row[1:])] for row in body]
+    heads = [th(name, {"scope": "col", "class": "num" if i else None}) for i, name in enumerate(head)]
+    return scrolling_table(table(heads, cells, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
+
+
+# --- what a GPU-bound batch is busy with ----------------------------------------------------------
+
+
+def batch_window(run, batch: int) -> Window:
+    """From the start of the first `decode b=<batch>` step to the end of the last."""
+    label = f"decode b={batch}"
+    found = [e for e in run.trace.by_kind.get("annotation", []) if e.name == label]
+    if not found:
+        raise KeyError(f"{run.example.key} has no {label} steps")
+    return Window(min(e.ts for e in found), max(e.end for e in found), f"{label}, all its steps")
+
+
+@dataclass(frozen=True)
+class BusyWith:
+    """What the GPU's busy time went to in the steps of one batch size: the analyzer's work
+    classes (shares of the GPU activity time launched in those steps) and the costliest activity."""
+
+    batch: int
+    classes: dict[str, float]  # work class -> share in %
+    top: ActivityCost
+    top_share_pct: float  # the costliest activity's time per step over the GPU busy time per step (medians)
+
+    def share(self, work_class: str) -> float:
+        return self.classes.get(work_class, 0.0)
+
+
+def busy_with(view, batch: int) -> BusyWith:
+    run = view.run
+    facts = run.trace_facts(batch_window(run, batch)).window
+    top = view.kernels(batch, top=1)[0]
+    top_us = time_of(run, batch, lambda n: n == top.name, "costliest GPU activity per step")
+    busy = spread(run, "busy_us", batch, skip_first=False)
+    return BusyWith(batch, {c.work_class: c.share_pct for c in facts.work_classes}, top,
+                    100.0 * top_us.median / busy.median)
