@@ -239,3 +239,53 @@ def test_window_facts_give_the_work_classes_and_each_top_kernel_its_class():
     text = summary_text(result)
     assert "GPU work by class: matrix math 50.0% · memory-bound kernels 41.7% · copies and memsets 8.3%" in text
     assert "class" in text.split("top GPU activities by total time:", 1)[1].splitlines()[1]
+
+
+# --- a name cut into the pieces the decoder reads (the glossary's reading) -------------------------
+
+
+@pytest.mark.parametrize("row", TABLE, ids=lambda row: row["name"][:60])
+def test_a_real_names_pieces_join_to_it_and_each_says_what_decode_read(row):
+    name, found = row["name"], decode(row["name"], row["kind"])
+    pieces = kernels.parts(name, row["kind"])
+    assert "".join(p.text for p in pieces) == name
+    assert all(p.field in ("", *kernels.PART_FIELDS) for p in pieces)
+    read = {p.field: p.text for p in pieces if p.field}
+    if found.library == UNKNOWN:
+        assert read == {}
+    if "layout" in read:
+        assert read["layout"] == found.layout
+    if "arch" in read:  # sm90, or CUTLASS's 80
+        assert read["arch"].lower() in (found.arch, found.arch.removeprefix("sm"))
+    if "tile" in read:
+        assert read["tile"] in found.tile
+    for piece in pieces:
+        if piece.field in ("types", "dtype"):
+            assert set(kernels.dtypes_of(piece.text)) <= set(found.dtypes)
+        if piece.field == "tensor cores":
+            assert found.tensor_cores is not None
+
+
+def test_the_pieces_of_each_family_are_the_fields_its_name_spells():
+    def marked(name):
+        return [(p.text, p.field) for p in kernels.parts(name) if p.field]
+
+    assert marked(GEMM) == [("nvjet", "family"), ("sm90", "arch"), ("256x128", "tile"),
+                            ("bz_coopA", "detail"), ("NNT", "layout")]
+    assert marked("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>(cutlass_80_simt_"
+                  "sgemm_128x256_8x4_nt_align1::Params)") == [
+        ("cutlass", "family"), ("80", "arch"), ("simt", "tensor cores"), ("sgemm", "types"),
+        ("128x256", "tile"), ("nt", "layout")]
+    assert marked(ADD) == [("at::native", "family"), ("vectorized_elementwise_kernel", "operation"),
+                           ("CUDAFunctor_add", "detail"), ("float", "dtype")]  # not the (int) argument
+    assert marked(TRITON) == [("triton_poi", "family"), ("fused_add_0", "detail")]
+    assert marked("Memcpy DtoH (Device -> Pageable)") == [("Memcpy", "family"), ("DtoH", "operation")]
+    assert kernels.parts("my_kernel") == (kernels.NamePart("my_kernel"),) and kernels.parts("") == ()
+
+
+def test_what_names_cut_short_share_is_common_and_the_rest_unsaid():
+    bf16 = decode(ADD.replace("float", "c10::BFloat16"))
+    shared = kernels.common([decode(ADD), bf16])
+    assert shared == KernelName("ATen", "elementwise", MEMORY_BOUND_KERNELS, detail="CUDAFunctor_add")
+    assert kernels.common([decode(ADD), decode(GEMM)]) == kernels.NOT_DECODED
+    assert kernels.common([decode(GEMM)]) == decode(GEMM) and kernels.common([]) == kernels.NOT_DECODED

@@ -86,12 +86,15 @@ def read(site: Path, page: str) -> Article:
 
 
 def uses(article: Article, entries: glossary.Glossary) -> dict[str, int]:
-    """Each entry used where it may be linked: the index of its first run."""
+    """Each entry used where it may be linked: the index of its first run. Terms are read whole
+    and the longest first, as the linker reads them: "kernel names" is a use of that entry, not
+    of "kernel"'s."""
     first: dict[str, int] = {}
+    found = [{entries.by_term[m.group(0).casefold()].id for m in entries.pattern.finditer(text)} if linkable else set()
+             for text, linkable, _ in article.runs]
     for entry in entries.entries:
-        words = re.compile(r"(?<![\w-])(" + "|".join(re.escape(t) for t in entry.terms) + r")(?![\w-])", re.I)
         whole = re.compile("(" + "|".join(re.escape(t) for t in entry.terms) + r")(#\d+|\*)?")
-        runs = [i for i, (text, linkable, _) in enumerate(article.runs) if linkable and words.search(text)]
+        runs = [i for i, ids in enumerate(found) if entry.id in ids]
         codes = [i for i, text, linkable, _ in article.codes if linkable and whole.fullmatch(text)]
         if runs or codes:
             first[entry.id] = min(runs + codes)
@@ -196,7 +199,8 @@ def test_perfetto_page_queries_its_own_trace_and_shows_what_the_query_returns(bu
     expected = sorted(totals.items(), key=lambda item: -item[1][1])[:5]
     table = html[html.index("<th>name</th>"):]
     table = table[:table.index("</table>")]
-    rows = re.findall(r'<tr>\s*<td><code title="([^"]*)">[^<]*</code></td>\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>([\d.]+)</td>', table)
+    rows = re.findall(r'<tr>\s*<td><button [^>]*class="ktip"[^>]*><code title="([^"]*)">[^<]*</code></button></td>'
+                      r'\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>([\d.]+)</td>', table)
     assert len(rows) == len(expected) >= 3
     for (name, calls, total), (want_name, (want_calls, want_total)) in zip(rows, expected):
         assert unescape(name) == want_name
@@ -249,8 +253,10 @@ def test_facts_boxes_shorten_the_top_kernels_name_and_keep_it_whole_on_hover(bui
     shortened = 0
     for page in site_pages(built_site):
         html = (built_site / page / "index.html").read_text(encoding="utf-8")
-        for box in re.findall(r'<div class="admonition abstract facts".*?</details></div>', html, re.S):
-            top = re.search(r"; top (?:<a[^>]*>)?kernel(?:</a>)? <code( title=\"([^\"]*)\")?>([^<]*)</code>", box)
+        for box in re.findall(r'<div class="admonition abstract facts".*?</details>', html, re.S):
+            # the name in the button that says what it is (scripts/tracefacts/pictures/kernel_tips.py)
+            top = re.search(r"; top (?:<a[^>]*>)?kernel(?:</a>)? <button [^>]*class=\"ktip\"[^>]*>"
+                            r"<code( title=\"([^\"]*)\")?>([^<]*)</code></button>", box)
             if not top:
                 continue
             full = unescape(top.group(2)) if top.group(1) else unescape(top.group(3))

@@ -399,9 +399,9 @@ NOTEBOOKS: tuple[Notebook, ...] = (
                 "triad (`c = a + b`), which read and write; the sum beside them only reads and sets no roof. "
                 "The kernels' shapes and FLOP formulas are in the snippet's `kernel_cases`."),
             Run("04_attention/triton_b8_h16_s1024_d64_bf16_warm",
-                "Part 3's missing variant, our Triton attention kernel (forward, causal), checked "
-                "against SDPA in the run: compare its CUDA time per call with the SDPA backends of "
-                "Part 3's notebook."),
+                "Our Triton attention kernel (forward, causal), checked against SDPA in the run, which "
+                "the post places under the roof beside SDPA's fused backends: compare its CUDA time per "
+                "call with theirs in Part 3's notebook."),
         ),
     ),    Notebook(
         part=None,

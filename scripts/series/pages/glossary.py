@@ -146,8 +146,9 @@ SKIP_TAGS = frozenset({
     "select", "option", "label", "summary", "title", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption",
     "caption", "th", "sup", "abbr",
 })
+# (ktip-notes: kernel names' notes, which the page shows as copies, where no link would work.)
 SKIP_CLASSES = frozenset({"admonition-title", "md-button", "trace-actions", "prof-table", "headerlink",
-                          "footnote", "glossary-term"})
+                          "footnote", "glossary-term", "ktip-notes"})
 
 
 class _Tokens(HTMLParser):

@@ -160,7 +160,16 @@ class Run:
         return "Run on " + " · ".join(bits)
 
     def table(self) -> Markup:
-        return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}")
+        return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}",
+                            activities=self.activities)
+
+    @property
+    def activities(self) -> dict[str, str]:
+        """The name of each GPU activity of the run's trace -> its kind: which rows of its
+        profiler table are GPU activities, and their names in full."""
+        from . import render
+
+        return cache.cached("activities", render.activity_kinds, self.trace_input)
 
     def timeline(self, step: int | None = None, max_kb: int | None = None, block: str | None = None,
                  window=None) -> Markup:

@@ -94,6 +94,20 @@ def sample_digest(trace: Trace) -> dict:
     return samples_of(trace)
 
 
+def activity_totals(trace: Trace) -> dict[str, tuple[str, float]]:
+    """The name of each GPU activity of the trace -> (its kind, the total time of its runs, us)."""
+    totals: dict[str, tuple[str, float]] = {}
+    for event in trace.gpu_activities:
+        kind, total = totals.get(event.name, (event.kind, 0.0))
+        totals[event.name] = (kind, total + event.dur)
+    return totals
+
+
+def activity_kinds(trace: Trace) -> dict[str, str]:
+    """The name of each GPU activity of the trace -> its kind (kernel, memcpy or memset)."""
+    return {event.name: event.kind for event in trace.gpu_activities}
+
+
 def kind_counts(trace: Trace) -> dict[str, int]:
     """How many complete events of each kind the trace holds (skipped kinds included)."""
     counts = {kind: len(events) for kind, events in trace.by_kind.items()}

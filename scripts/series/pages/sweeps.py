@@ -21,6 +21,7 @@ from pathlib import Path
 from . import cache, render
 from ...tracefacts.facts.analysis import short_name
 from ...tracefacts.facts.blocks import ActivityCost, BatchFacts, Sweep, SweepPoint
+from ...tracefacts.pictures.kernel_tips import KernelTips
 from ...tracefacts.pictures.markup import Markup, concat, h, table, td, th
 from .helpers import Run, example, format_us, zoomable_figure
 from ...tracefacts.pictures.profiler_table import scrolling_table
@@ -41,11 +42,13 @@ def percent(value: float) -> str:
     return f"{value:.{digits}f}%"
 
 
-def _table(head: list[str], rows: list[list], caption: str) -> Markup:
-    """Rows named by their first cell, numbers in the others."""
+def _table(head: list[str], rows: list[list], caption: str, tips: KernelTips | None = None) -> Markup:
+    """Rows named by their first cell, numbers in the others; `tips`: the notes of the kernel
+    names in it."""
     thead = [th(name, {"scope": "col", "class": "num" if i else None}) for i, name in enumerate(head)]
     body = [[th(row[0], {"scope": "row"}), *(td(cell, {"class": "num"}) for cell in row[1:])] for row in rows]
-    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
+    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), caption, searchable=False,
+                           after=tips and tips.notes())
 
 
 # --- the matmul + add sweep ----------------------------------------------------------------------
@@ -138,11 +141,11 @@ class LLMView:
         return cache.cached("llm", render.llm_top_activities, self.run.trace_input, batch, top)
 
     def kernels_table(self, batch: int, top: int = 5) -> Markup:
-        rows = [[h("code", None, short_name(k.name, 110)), f"{k.count_per_step:g}",
+        caption = f"The {top} costliest GPU activities per step at batch {batch}: {self.run.example.command}"
+        tips = KernelTips(caption)
+        rows = [[tips.name(k.name, short_name(k.name, 110)), f"{k.count_per_step:g}",
                  format_us(k.us_per_step)] for k in self.kernels(batch, top)]
-        return _table(["GPU activity", "per step", "time per step"], rows,
-                      f"The {top} costliest GPU activities per step at batch {batch}: "
-                      f"{self.run.example.command}")
+        return _table(["GPU activity", "per step", "time per step"], rows, caption, tips)
 
     def first_batch_overhead_free(self) -> BatchFacts | None:
         """The smallest batch whose steps the analyzer no longer calls overhead-bound."""

@@ -11,7 +11,8 @@ know. Standard library only: the browser runs it too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 from .terms import COMMUNICATION, COPIES, MATRIX_MATH, MEMORY_BOUND_KERNELS, UNKNOWN
@@ -30,6 +31,9 @@ class KernelName:
     layout: str = ""  # operand layout as the name writes it: "TNT", "nn"
     tensor_cores: bool | None = None
     detail: str = ""  # the functor, fused ops or variant the name gives
+
+
+NOT_DECODED = KernelName(UNKNOWN, "", UNKNOWN)  # what a name no rule reads says: nothing
 
 
 @dataclass(frozen=True)
@@ -223,16 +227,24 @@ def decode(name: str, kind: str = "kernel") -> KernelName:
 @lru_cache(maxsize=4096)
 def _decode(name: str, kind: str) -> KernelName:
     text = name.removeprefix("void ").strip()
+    matched = _match(text, kind)
+    if matched is not None:
+        return _read(*matched, text)
+    return KernelName("CUDA driver", kind, COPIES) if kind in ("memcpy", "memset") else NOT_DECODED
+
+
+def _match(text: str, kind: str) -> tuple[Rule, re.Match] | None:
+    """The first rule that reads the name (without its 'void '), and its match."""
     if kind in ("memcpy", "memset"):  # whatever its name (ROCm: CopyDeviceToDevice)
         found = RULES[0].regex.search(text) if kind == "memcpy" else None
-        return _read(RULES[0], found, text) if found else KernelName("CUDA driver", kind, COPIES)
+        return (RULES[0], found) if found else None
     for number, rule in enumerate(RULES):
         found = rule.regex.search(text)
         if found is None or (number in _ATEN_RULES and "at::native" not in text
                              and not text.startswith(("softmax_warp", "(anonymous namespace)::softmax"))):
             continue
-        return _read(rule, found, text)
-    return KernelName(UNKNOWN, "", UNKNOWN)
+        return rule, found
+    return None
 
 
 def _read(rule: Rule, found: re.Match, text: str) -> KernelName:
@@ -294,3 +306,104 @@ def dtypes_of(text: str) -> tuple[str, ...]:
 def work_class(name: str, kind: str = "kernel") -> str:
     """The work class of a GPU activity (terms.WORK_CLASSES), by its name and row kind."""
     return _decode(name, kind).work_class
+
+
+def common(decoded: Iterable[KernelName]) -> KernelName:
+    """What several decoded names all say (a name a table shows cut short can be any of those it
+    begins): each field they share, the others unsaid, as in NOT_DECODED."""
+    found = list(decoded)
+    if not found:
+        return NOT_DECODED
+    return KernelName(**{f.name: getattr(found[0], f.name)
+                         if all(getattr(k, f.name) == getattr(found[0], f.name) for k in found)
+                         else getattr(NOT_DECODED, f.name) for f in fields(KernelName)})
+
+
+@dataclass(frozen=True)
+class NamePart:
+    """A piece of a name and what it gives (`field`): one of PART_FIELDS, or "" for a piece the
+    decoder does not read."""
+
+    text: str
+    field: str = ""
+
+
+# family: the start that tells the library and operation (nvjet, triton_poi, fmha_cutlass);
+# operation: a piece that names it (fprop, AllReduce, an ATen kernel template); dtype: one data
+# type (C++ template arguments); types: a field of type letters (f32f32_f32f32_f32, bf16).
+PART_FIELDS = ("family", "operation", "arch", "types", "dtype", "tile", "layout", "tensor cores", "detail")
+_GROUP_FIELDS = {"arch": "arch", "types": "types", "tile": "tile", "tile_m": "tile", "tile_n": "tile",
+                 "layout": "layout", "detail_kernel": "operation"}
+
+
+def parts(name: str, kind: str = "kernel") -> tuple[NamePart, ...]:
+    """The name cut into the pieces the decoder reads, each with what it gives, and the pieces
+    between them (field ""): joined, they are the name again; a name no rule reads is one piece.
+    What teaches reading a kernel name (the glossary shows it), held to `decode` by its tests."""
+    stripped = name.removeprefix("void ")
+    start = len(name) - len(stripped) + len(stripped) - len(stripped.lstrip())
+    text = stripped.strip()
+    matched = _match(text, kind)
+    if matched is None:
+        return (NamePart(name),) if name else ()
+    rule, found = matched
+    decoded = _read(rule, found, text)
+    spans = []  # (start, end, field) in `text`; of two at one place, the first listed is kept
+    if decoded.tensor_cores is not None:  # before the detail that may hold it (CUTLASS's simt)
+        marker = (_TENSOR_CORES if decoded.tensor_cores else _NO_TENSOR_CORES).search(text)
+        if marker:
+            spans.append((marker.start(), marker.end(), "tensor cores"))
+    groups = [(found.start(g), found.end(g), g) for g, v in found.groupdict().items() if v]
+    first = min((a for a, _, _ in groups), default=found.end())
+    family_start = found.start() + (1 if text[found.start():found.start() + 1] == "<" else 0)
+    family_end = family_start + len(text[family_start:first].rstrip("_:<( "))
+    if family_end > family_start:
+        spans.append((family_start, family_end, "family"))
+    for a, b, group in groups:
+        field = _GROUP_FIELDS.get(group) or ("operation" if "{detail}" in rule.operation else "detail")
+        if group == "detail":
+            b = a + len(text[a:b].rstrip("_"))
+        spans.append((a, b, field))
+    end = _template_end(text)
+    if rule.dtypes_from == "name":
+        for match in _TYPES.finditer(text, 0, end):
+            if _TYPE_WORDS[int(match.lastgroup[1:])][1] in decoded.dtypes:
+                spans.append((match.start(), match.end(), "dtype"))
+    if "detail_kernel" in found.groupdict() and found.group("detail_kernel"):
+        spans += [(m.start(), m.end(), "detail") for m in _FUNCTORS.finditer(text, 0, end)
+                  if m.group(0) not in _NOT_FUNCTORS]
+    out, at = [], 0
+    for a, b, field in sorted(spans, key=lambda span: (span[0], -span[1])):
+        if a < at or a == b:
+            continue  # inside a piece already given (a type field's letters, a tile in a detail)
+        if a > at:
+            out.append(NamePart(text[at:a]))
+        out.append(NamePart(text[a:b], field))
+        at = b
+    if at < len(text):
+        out.append(NamePart(text[at:]))
+    head = name[:start] + out[0].text if out[0].field == "" else name[:start]
+    tail = name[start + len(text):]
+    pieces = ([NamePart(head)] if head else []) + (out if out[0].field else out[1:])
+    if tail:
+        pieces.append(NamePart(tail))
+    return tuple(pieces)
+
+
+def _template_end(text: str) -> int:
+    """Where a C++ name's function arguments begin (as `_template_part` cuts it): its length if
+    it has none."""
+    depth, i = 0, 0
+    while i < len(text):
+        if text.startswith("(anonymous namespace)", i):
+            i += len("(anonymous namespace)")
+            continue
+        char = text[i]
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "(" and depth <= 0:
+            return i
+        i += 1
+    return len(text)

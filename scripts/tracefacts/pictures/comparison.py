@@ -9,6 +9,7 @@ from ..facts.diff import Delta, TraceDiff, change_text, kernel_lists, rows, valu
 from ..model.names import FULL_NAME_MAX, bounded
 from ..model.trace import Trace, Window
 from ..model.units import format_us
+from .kernel_tips import KernelTips
 from .markup import Markup, concat, h, join, table, td, th
 from .profiler_table import scrolling_table
 
@@ -32,20 +33,23 @@ def comparison_html(d: TraceDiff, caption: str, guide_href: str) -> Markup:
     reasons = h("p", None, "Verdict before: ", d.before.verdict.reason, ". After: ",
                 d.after.verdict.reason, ". ",
                 h("a", {"href": guide_href}, "How to read these facts"), ".")
+    tips = KernelTips(caption)
     lists = [h("li", None, f"{title}: ",
-               join(", ", (_kernel(k.name, k.total_us) for k in kernels[:LISTED_KERNELS])))
+               join(", ", (_kernel(k.name, k.total_us, tips) for k in kernels[:LISTED_KERNELS])))
              for title, kernels in kernel_lists(d)]
     notes = [h("li", None, f"Note: {note}.") for note in d.notes]
-    after = concat(reasons, h("ul", None, lists, notes) if lists or notes else None)
+    after = concat(reasons, h("ul", None, lists, notes) if lists or notes else None, tips.notes())
     return scrolling_table(grid, caption, after=after, searchable=False)
 
 
-def _kernel(name: str, total: Delta) -> Markup:
-    """A GPU activity's short name (its full name on hover) and its total time on each side."""
+def _kernel(name: str, total: Delta, tips: KernelTips) -> Markup:
+    """A GPU activity's short name (its full name on hover, what it says on tap, focus or hover)
+    and its total time on each side."""
     times = (f"{format_us(total.after)} after" if not total.before else
              f"{format_us(total.before)} before" if not total.after else
              f"{format_us(total.before)} → {format_us(total.after)}")
-    return concat(h("code", {"title": bounded(name, FULL_NAME_MAX)}, short_name(name, 60)), f" ({times})")
+    return concat(tips.name(name, short_name(name, 60), code_attrs={"title": bounded(name, FULL_NAME_MAX)}),
+                  f" ({times})")
 
 
 def diff_timeline_svg(trace: Trace, window: Window, span_us: float, title: str) -> str:

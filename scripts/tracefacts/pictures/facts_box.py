@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..model.names import FULL_NAME_MAX, bounded
 from ..model.units import format_us
+from .kernel_tips import KernelTips
 from .markup import Markup, concat, h, join
 
 FACTS_GUIDE = "guide/analyze-your-trace/"
@@ -26,6 +27,7 @@ def render_facts_box(facts, guide_href: str, memory=None, perfetto=None, recordi
     scope = "the whole trace" if w.label == "whole trace" else bounded(w.label)
     glossary = _beside(guide_href, "glossary/")
     at = _linker(perfetto, facts.span)
+    tips = KernelTips(f"{facts.source} {w.label} {w.start_us}")
 
     def term(text: str, entry: str) -> Markup:
         return h("a", {"href": f"{glossary}#{entry}"}, text)
@@ -40,11 +42,13 @@ def render_facts_box(facts, guide_href: str, memory=None, perfetto=None, recordi
                      f"{w.window_busy_pct:.1f}% of {scope}'s time ({format_us(w.window_busy_us)})"))
         if w.work_classes:
             top = w.top_kernels[0] if w.top_kernels else None
-            # A demangled name can run to a thousand characters: shortened, the full one on hover.
+            # A demangled name can run to a thousand characters: shortened, the full one on hover;
+            # what the name says on tap, focus or hover (kernel_tips.py).
             name = short_name(top.name) if top else ""
             rows.append((term("Where its busy time went", "work-class"), concat(
                 join(" · ", (f"{c.work_class} {c.share_pct:.0f}%" for c in w.work_classes)),
-                *(("; top kernel ", h("code", {"title": bounded(top.name, FULL_NAME_MAX) if name != top.name else None}, name),
+                *(("; top kernel ", tips.name(top.name, name, code_attrs={
+                    "title": bounded(top.name, FULL_NAME_MAX) if name != top.name else None}),
                    f" {top.share_pct:.0f}%", at(top.first_run, f"the first run of {name}")) if top else ()))))
         idle = [f"waiting for the host {split.host_wait_pct:.1f}%", f"stalled {split.stalled_pct:.1f}%"]
         if split.unattributed_us:
@@ -77,7 +81,7 @@ def render_facts_box(facts, guide_href: str, memory=None, perfetto=None, recordi
               f"What the analyzer says about {scope} (", h("a", {"href": guide_href}, "how to read this"), ")")
     details = h("details", None, h("summary", None, "More facts"), _list(more))
     return h("div", {"class": "admonition abstract facts", "data-search-exclude": True},
-             title, _list(rows), details)
+             title, _list(rows), details, tips.notes())
 
 
 # Why the profiler table's `Self CPU time total` and the box's CPU busy differ (the posts quote

@@ -7,9 +7,11 @@ the dashed rule above the header gives each column's span, which survives names 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .markup import Markup, h, table as html_table, td, th
+from .kernel_tips import KernelTips
+from .markup import Markup, concat, h, table as html_table, td, th
 
 # Columns a table can be sorted by, in the order we test them when finding the sort column.
 SORT_CANDIDATES = ("CUDA total", "Self CUDA", "CPU total", "Self CPU", "Device total", "Self Device")
@@ -114,27 +116,50 @@ def _total_column(label: str, columns: tuple[str, ...]) -> str | None:
     return column if column != label and column in columns else None
 
 
-def render_table(table: ProfilerTable, caption: str = "") -> Markup:
+def render_table(table: ProfilerTable, caption: str = "", activities: Mapping[str, str] | None = None) -> Markup:
     """An accessible HTML table: names escaped and shortened (the profiler's name on hover and in
     the full view), numbers right-aligned, the sort column marked, each total of the foot under
     the column it adds up. The page holds the first-needed columns; the full table (every column,
     the profiler's names) waits in a <template> until the checkbox above the table swaps it in
     (docs/javascripts/tables.js), so that a long post's document holds only what shows. The search
-    index takes the short view only: the full one would double every post's share of it."""
+    index takes the short view only: the full one would double every post's share of it.
+
+    `activities` (name -> kind of each GPU activity of the trace the table was made with) makes
+    each row that is one of them a button that says what its name says (kernel_tips.py): read
+    from the trace's name, which the table may have cut short."""
     shown = first_columns(table)
-    compact = _table_view(table, shown, caption, full=False)
+    tips = KernelTips(caption or "profiler table") if activities else None
+    compact = _table_view(table, shown, caption, full=False, tips=tips, activities=activities)
     if len(shown) == len(table.columns):
-        return scrolling_table(compact, "profiler table")
+        return scrolling_table(compact, "profiler table", after=tips and tips.notes())
     switch = h("label", {"class": "prof-switch"}, h("input", {"type": "checkbox", "class": "prof-all"}),
                f" All {len(table.columns)} columns and the profiler's full names")
-    full = _table_view(table, table.columns, caption, full=True)
+    full = _table_view(table, table.columns, caption, full=True, tips=tips, activities=activities)
     return scrolling_table(compact, "profiler table", before=switch,
-                           after=h("template", {"class": "prof-other", "data-search-exclude": True}, full))
+                           after=concat(h("template", {"class": "prof-other", "data-search-exclude": True}, full),
+                                        tips and tips.notes()))
 
 
-def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, full: bool) -> Markup:
+# The profiler cuts a name longer than its name column (55 characters by default) and ends it so.
+CUT = "..."
+
+
+def activities_named(row_name: str, activities: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The GPU activities (kind, name) a row of the table can be: the one of its name, or, for
+    a name the profiler cut, each whose name begins with what it kept."""
+    if row_name in activities:
+        return [(activities[row_name], row_name)]
+    if row_name.endswith(CUT) and len(row_name) > len(CUT):
+        kept = row_name[:-len(CUT)]
+        return [(kind, name) for name, kind in activities.items() if name.startswith(kept)]
+    return []
+
+
+def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, full: bool,
+                tips: KernelTips | None = None, activities: Mapping[str, str] | None = None) -> Markup:
     """The table with these columns: the short view names rows by their short names (the
-    profiler's own on hover), the full view by the profiler's names."""
+    profiler's own on hover), the full view by the profiler's names; with `tips`, a GPU
+    activity's name is a button that says what it is."""
     from ..facts.analysis import short_name
 
     sort = table.sort_column
@@ -149,10 +174,9 @@ def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, fu
     body = []
     for row in table.rows:
         short = short_name(row[0])
-        if full or short == row[0]:
-            name = h("code", None, row[0])
-        else:
-            name = h("code", {"class": "prof-short"}, short)
+        shown, code_attrs = (row[0], None) if full or short == row[0] else (short, {"class": "prof-short"})
+        named = activities_named(row[0], activities) if tips is not None else []
+        name = tips.cut(named, shown, code_attrs) if named else h("code", code_attrs, shown)
         cells = [th(name, {"scope": "row", "title": row[0] if short != row[0] and not full else None})]
         for k in keep[1:]:
             cell, column = row[k], table.columns[k]

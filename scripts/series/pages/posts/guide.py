@@ -1,8 +1,15 @@
-"""The guide (docs/guide/analyze-your-trace.md): what its blocks read from the runs."""
+"""The guide (docs/guide/analyze-your-trace.md, perfetto.md, glossary.md): what its blocks read
+from the runs."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from .. import cache, render
+from ....tracefacts.facts.kernels import decode
+from ....tracefacts.pictures.kernel_tips import KernelTips, reading_html
+from ....tracefacts.pictures.markup import Markup, concat, h, table, td
+from ....tracefacts.pictures.profiler_table import scrolling_table
 
 
 def event_counts(run) -> dict[str, int]:
@@ -64,3 +71,76 @@ def against_gib(mib: float) -> str:
     """Where a peak in MiB stands against the issue's bound of 1 GiB."""
     return "under 1 GiB" if mib < 1024 else "just over 1 GiB" if mib < 1100 else "over 1 GiB"
 
+
+
+def kernel_totals(run, top: int = 5) -> list[tuple[str, int, float]]:
+    """Perfetto's answer to the guide's query: (name, calls, total us) of the `top` kernel
+    names by total time, a row per complete event of category kernel, as `slice` holds them."""
+    totals: dict[str, list] = defaultdict(lambda: [0, 0.0])
+    for event in run.trace.events:
+        if event.cat == "kernel":
+            totals[event.name][0] += 1
+            totals[event.name][1] += event.dur
+    return [(name, calls, total) for name, (calls, total) in
+            sorted(totals.items(), key=lambda item: -item[1][1])[:top]]
+
+
+def kernel_totals_table(run, top: int = 5) -> Markup:
+    """The query's rows as a table: each name shortened (in full on hover, what it says on tap,
+    focus or hover), its calls and total in us as Perfetto prints them."""
+    from ....tracefacts.facts.analysis import short_name
+
+    caption = f"The query's answer on the trace of {run.example.key}"
+    tips = KernelTips(caption)
+    rows = [[tips.name(name, short_name(name), code_attrs={"title": name}), td(calls, {"class": "num"}),
+             td(f"{total:.3f}", {"class": "num"})] for name, calls, total in kernel_totals(run, top)]
+    return scrolling_table(table(["name", "calls", "total_us"], rows, caption=caption, attrs={"class": "prof"}),
+                           caption, after=tips.notes(), searchable=False)
+
+
+# The kernel families the glossary reads a name of, each: (what it is, which names qualify).
+KERNEL_FAMILIES: tuple[tuple[str, object], ...] = (
+    ("cuBLAS's GEMM on Hopper (nvjet)", lambda name, k: k.library == "cuBLAS" and name.startswith("nvjet")),
+    ("cuBLAS's GEMM in the older naming (xmma)", lambda name, k: k.library == "cuBLAS" and "_xmma_" in name),
+    ("A CUTLASS GEMM", lambda name, k: k.library == "CUTLASS" and k.operation == "GEMM"),
+    ("FlashAttention", lambda name, k: k.library == "FlashAttention" and k.operation == "attention forward"),
+    ("cuDNN's attention", lambda name, k: k.library == "cuDNN" and k.operation.startswith("attention ")),
+    ("A Triton kernel Inductor wrote (torch.compile)", lambda name, k: k.library == "Triton (Inductor)"),
+    ("ATen's elementwise kernel (eager PyTorch)",
+     lambda name, k: k.library == "ATen" and k.operation == "elementwise" and "vectorized" in name),
+)
+
+
+def kernel_examples() -> list[tuple[str, str | None, str, str]]:
+    """For each of KERNEL_FAMILIES: (what it is, a name, its kind, the frozen run it is from):
+    the family's shortest name in the runs, the easiest to read (of equals, the one that took
+    the most time in one run, then the first in catalog order); (what, None, "", "") for a
+    family no run has."""
+    from ...runs import catalog
+    from ....tracefacts.model.trace import load_trace
+
+    best: dict[str, tuple[tuple[int, float], str, str, str]] = {}
+    for item in catalog.EXAMPLES:
+        if not item.trace_path.exists():
+            continue
+        totals = cache.cached("activities", render.activity_totals,
+                              cache.FileInput(item.trace_path, lambda path=item.trace_path: load_trace(path)))
+        for name, (kind, total) in totals.items():
+            decoded = decode(name, kind)
+            rank = (len(name), -total)
+            for what, qualifies in KERNEL_FAMILIES:
+                if qualifies(name, decoded) and (what not in best or rank < best[what][0]):
+                    best[what] = (rank, name, kind, item.key)
+    return [(what, *best[what][1:]) if what in best else (what, None, "", "") for what, _ in KERNEL_FAMILIES]
+
+
+def kernel_readings() -> Markup:
+    """Each family's name from our runs, read piece by piece (kernel_tips.reading_html)."""
+    out = []
+    for what, name, kind, key in kernel_examples():
+        if name is None:
+            out.append(h("p", None, h("strong", None, what), ": none in our runs."))
+        else:
+            out.append(reading_html(name, kind, concat(h("strong", None, what), ", from the trace of ",
+                                                       h("code", None, key), ":")))
+    return concat(*out)

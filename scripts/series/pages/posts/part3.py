@@ -15,6 +15,7 @@ from statistics import median
 from ..claims import Spread, format_value, samples
 from ....tracefacts.facts.kernels import work_class
 from ....tracefacts.model.intervals import total, union
+from ....tracefacts.pictures.kernel_tips import KernelTips
 from ....tracefacts.pictures.markup import Markup, concat, h, table, td, th
 from ..helpers import format_us
 from ....tracefacts.pictures.profiler_table import scrolling_table
@@ -190,27 +191,32 @@ def clip(name: str, width: int = 64) -> str:
     return name if len(name) <= width else name[:width - 1] + "…"
 
 
-def prof_html(head, rows, caption, label):
+def prof_html(head, rows, caption, label, tips: KernelTips | None = None):
     """A compact table in the profiler tables' style: one line per row, scrolling sideways.
     head: column titles (the first names the rows); rows: (row name, [(cell, numeric)]), each
-    text or markup from scripts.tracefacts.pictures.markup."""
+    text or markup from scripts.tracefacts.pictures.markup; `tips`: the notes of the kernel names
+    in it (made with the same `KernelTips`)."""
     thead = [th(name, {"scope": "col", "class": "num" if i else None}) for i, name in enumerate(head)]
     body = [[th(name, {"scope": "row"}), *(td(cell, {"class": "num" if num else None}) for cell, num in cells)]
             for name, cells in rows]
-    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), label)
+    return scrolling_table(table(thead, body, caption=caption, attrs={"class": "prof"}), label,
+                           after=tips and tips.notes())
 
 
 def rows_table(run, caption):
     """The GPU activities of one call, in launch order, each with its work class (the analyzer's,
-    scripts/tracefacts/facts/kernels.py) and its time per call (names escaped; full name on hover)."""
+    scripts/tracefacts/facts/kernels.py) and its time per call (names escaped; full name on hover,
+    what the name says on tap, focus or hover)."""
+    tips = KernelTips(caption)
     rows = []
     for r in call_rows(run):
         op = concat(h("code", None, r.stage), (" › ", h("code", None, r.inner)) if r.inner != r.stage else None)
         rows.append((op, [(h("code", None, r.api), False),
-                          (h("code", {"title": r.activity.name}, clip(short_kernel(r.activity.name))), False),
+                          (tips.name(r.activity.name, clip(short_kernel(r.activity.name)), r.activity.kind,
+                                     {"title": r.activity.name}), False),
                           (work_class(r.activity.name, r.activity.kind), False), (format_us(r.dur_us), True)]))
     return prof_html(["Op › innermost op", "Launch", "GPU activity (hover: full name)", "Work class",
-                      "Time per call (median)"], rows, caption, "GPU activities of one call")
+                      "Time per call (median)"], rows, caption, "GPU activities of one call", tips)
 
 
 # --- pictures ------------------------------------------------------------------------------------

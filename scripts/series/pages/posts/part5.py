@@ -24,6 +24,7 @@ from ....tracefacts.pictures.markup import Markup, h, table, td, th
 from ....tracefacts.facts.memory import format_bytes, memory_facts
 from ..helpers import format_us, publish
 from ....tracefacts.facts.roofline import Placement, Roof, Work, place
+from ....tracefacts.pictures.kernel_tips import KernelTips
 from ....tracefacts.pictures.profiler_table import ProfilerTable, parse_table, render_table, scrolling_table
 from ....tracefacts.model.trace import Trace, load_trace
 
@@ -214,12 +215,20 @@ def rows_named(data: ProfilerTable, name: str) -> int:
     return sum(row[0] == name for row in data.rows)
 
 
+def same_or_listed(sizes) -> str:
+    """Byte counts as the page writes them: one, where they all print the same ("2.54 GiB"), else
+    each in order ("2.54 GiB, 2.61 GiB")."""
+    said = [format_bytes(b) for b in sizes]
+    return said[0] if len(set(said)) == 1 else ", ".join(said)
+
+
 def shown_table(data: ProfilerTable, run, what: str, only: tuple[str, ...] = ()) -> Markup:
     """The table as the snippet printed it; `only`: just the rows of these ops (the caption says so)."""
     if only:
         data = replace(data, rows=tuple(r for r in data.rows if r[0] in only))
         what = f"{what}, the rows of {', '.join(only)} only"
-    return render_table(data, caption=f"{run.example.command} — {what} — {run.caption()}")
+    return render_table(data, caption=f"{run.example.command} — {what} — {run.caption()}",
+                        activities=run.activities)
 
 
 @dataclass(frozen=True)
@@ -296,10 +305,16 @@ def sources_table(run, caption: str, top: int = 6) -> Markup:
 
     head = [th(x, {"scope": "col", "class": "num" if i in (1, 2) else None})
             for i, x in enumerate(("GPU activity", "calls", "share of GPU time", "launched in op", "from the Python line"))]
-    rows = [[th(h("code", None, short_name(s.name)), {"scope": "row"}), td(f"{s.count:,}", {"class": "num"}),
+    tips = KernelTips(caption)  # a GPU activity's name says what it is; an op's is plain code
+
+    def named(s):
+        return h("code", None, short_name(s.name)) if s.kind == "cpu_op" else tips.name(s.name, short_name(s.name), s.kind)
+
+    rows = [[th(named(s), {"scope": "row"}), td(f"{s.count:,}", {"class": "num"}),
              td(f"{s.share_pct:.1f}%", {"class": "num"}), h("code", None, s.op or "–"),
              h("code", None, s.frame or "(no user frame)")] for s in sources(run, top)]
-    return scrolling_table(table(head, rows, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
+    return scrolling_table(table(head, rows, caption=caption, attrs={"class": "prof"}), caption,
+                           searchable=False, after=tips.notes())
 
 
 @dataclass(frozen=True)

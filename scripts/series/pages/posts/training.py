@@ -269,4 +269,5 @@ def table_rows(run, names: tuple[str, ...], caption: str) -> Markup:
     from ....tracefacts.pictures.profiler_table import render_table
 
     data = run.table_data
-    return render_table(replace(data, rows=tuple(row for row in data.rows if row[0] in names)), caption=caption)
+    return render_table(replace(data, rows=tuple(row for row in data.rows if row[0] in names)), caption=caption,
+                        activities=run.activities)
