@@ -84,7 +84,7 @@ class StepView:
     busy_pct: float  # GPU busy: the box's headline number, and the badge's
     host_wait_pct: float  # of the step's time, idle waiting for the host (the box's idle line)
     stalled_pct: float  # of the step's time, idle with work launched
-    launch_to_start_us: float | None  # median, from a launch call to its GPU work's start
+    longest_launch_us: float | None  # the longest launch arrow: a launch call's end to its work's start
     verdict: str
 
     @property
@@ -97,7 +97,8 @@ def step_view(run, step: int) -> StepView:
     w = run.trace_facts(window).window
     split = w.time_split
     waits = (split.host_wait_pct, split.stalled_pct) if split else (0.0, 0.0)
-    return StepView(window.label, w.window_busy_pct, *waits, w.launches.delay_p50_us, w.verdict.label)
+    return StepView(window.label, w.window_busy_pct, *waits, w.launches.delay_max_us,
+                    w.verdict.label)
 
 
 def step_window(run, step: int):
