@@ -4,8 +4,12 @@ One step in order: the analyzer's phases of each recorded step (scripts.tracefac
 the `fwdbwd` arrows Kineto draws from a forward op to its backward, AdamW's launches. The host
 waiting on purpose: the host syncs that drain the GPU's queue (scripts.tracefacts.facts.syncs), the
 profiler table's rows, and the GPU's period per step. Data loading: the gap before each step's
-first kernel and the DataLoader's share of it. Two streams: the GPU time each step's activities
-add up to against their union. Nsight Compute: the `.ncu.json` beside the top-kernel run.
+first kernel and the DataLoader's share of it. Two streams: the GPU time the recorded steps'
+activities add up to against their union. Nsight Compute: the `.ncu.json` beside the top-kernel
+run, measured or not, and the command that measures the kernel.
+
+A step's GPU work is the work its launch calls started: an activity with no launch call in the
+trace (launched before the recording began, run inside it) is no step's.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +28,8 @@ from .. import cache, render
 from ..claims import Spread, samples
 from ...runs.extras import read_extra
 from ....tracefacts.model.intervals import total
-from ....tracefacts.pictures.markup import Markup, h, table, td, th
+from ....tracefacts.model.units import format_us
+from ....tracefacts.pictures.markup import Markup, concat, h, table, td, th
 from ....tracefacts.pictures.profiler_table import scrolling_table
 
 # --- one step, in order ----------------------------------------------------------------------------
@@ -48,14 +56,16 @@ def largest_phase(run, field: str = "gpu_busy_us") -> str:
     return max(training(run).phases, key=lambda p: getattr(p, field)).phase
 
 
-def phase_table(run, caption: str) -> Markup:
-    """The analyzer's phases of the run's steps: the median step's, and the shares of all of them."""
-    from ....tracefacts.model.units import format_us
-
+def phase_table(run, caption: str, empty: bool = True) -> Markup:
+    """The analyzer's phases of the run's steps: the median step's, and the shares of all of them;
+    without `empty`, a phase with no host time, GPU time or launch (a loop without a DataLoader
+    has no data phase) is left out."""
     head = [th(x, {"scope": "col", "class": None if i == 0 else "num"}) for i, x in enumerate(
         ("phase", "host time", "of the steps'", "GPU busy", "of the GPU's", "launches"))]
     rows = []
     for p in training(run).phases:
+        if not empty and not (p.host_us or p.gpu_busy_us or p.launches):
+            continue
         host, busy, launches = (phase_samples(run, p.phase, f).median for f in ("host_us", "gpu_busy_us", "launches"))
         rows.append([th(p.phase, {"scope": "row"}), td(format_us(host), {"class": "num"}),
                      td(f"{p.host_pct:.1f}%", {"class": "num"}), td(format_us(busy), {"class": "num"}),
@@ -86,8 +96,6 @@ def parameter_tensors(run) -> int:
 
 def optimizer_table(runs: dict, caption: str) -> Markup:
     """Per optimizer (label -> Run): its launches, host time and GPU busy time in the median step."""
-    from ....tracefacts.model.units import format_us
-
     head = [th(x, {"scope": "col", "class": None if i == 0 else "num"}) for i, x in enumerate(
         ("AdamW", "launches", "host time", "GPU busy", "whole step"))]
     rows = [[th(h("code", None, label), {"scope": "row"}),
@@ -97,6 +105,32 @@ def optimizer_table(runs: dict, caption: str) -> Markup:
              td(format_us(run.step_samples("dur_us", skip_first=False).median), {"class": "num"})]
             for label, run in runs.items()]
     return scrolling_table(table(head, rows, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
+
+
+def busy_share(run) -> Spread:
+    """Per recorded step, the GPU busy share of the step's window (the facts box's one busy number)."""
+    return samples([s.window_busy_pct for s in run.trace_facts().steps], "%", "GPU busy share of the step",
+                   [run.example.key])
+
+
+def runs_table(runs: dict, columns: dict[str, Callable], caption: str) -> Markup:
+    """One row per run (label -> Run), one column per header -> function of the run that gives the
+    cell's text: a before and after, side by side."""
+    head = [th(x, {"scope": "col", "class": None if i == 0 else "num"}) for i, x in enumerate(("run", *columns))]
+    rows = [[th(label, {"scope": "row"}), *(td(cell(run), {"class": "num"}) for cell in columns.values())]
+            for label, run in runs.items()]
+    return scrolling_table(table(head, rows, caption=caption, attrs={"class": "prof"}), caption, searchable=False)
+
+
+def named_links(runs: dict) -> Markup:
+    """Each run's download and Perfetto buttons under its name (label -> Run), so that a reader can
+    tell a before from its after."""
+    return concat(*((h("p", None, h("strong", None, label)), run.links()) for label, run in runs.items()))
+
+
+def median_us(spread: Spread) -> str:
+    """A table cell: the median of a spread of durations."""
+    return format_us(spread.median) if spread.n else "none"
 
 
 # --- the GPU waiting on the host ---------------------------------------------------------------------
@@ -118,12 +152,26 @@ def per_step(run, name: str) -> Spread:
     return samples(counts, "", f"{name} per step", [run.example.key])
 
 
-def drains_per_step(run) -> Spread:
-    """The host syncs that drained the GPU's queue, per recorded step."""
+def drains_per_step(run, skip_last: bool = False) -> Spread:
+    """The host syncs that drained the GPU's queue, per recorded step; `skip_last` leaves out the
+    last recorded step, whose sync has no GPU work after it in the recording and so, by the
+    analyzer's definition, drains nothing that anything waits for."""
     found = syncs(run)
     drained = found.drained if found is not None else []
-    counts = [sum(d.step == step.name for d in drained) for step in run.trace.steps]
-    return samples(counts, "", "drains per step", [run.example.key])
+    steps = run.trace.steps[:-1] if skip_last else run.trace.steps
+    counts = [sum(d.step == step.name for d in drained) for step in steps]
+    return samples(counts, "", "drains per step" + " but the last" * skip_last, [run.example.key])
+
+
+def drain_calls(run) -> dict[str, int]:
+    """The calls that drained the GPU's queue in the recorded steps, by name, most first."""
+    found = syncs(run)
+    return dict(Counter(d.name for d in (found.drained if found is not None else []) if d.step).most_common())
+
+
+def copies_back(run) -> list[str]:
+    """The names of the run's copies from the GPU to the host (Kineto's `Memcpy DtoH (Device -> Pinned)`)."""
+    return [name for name in copy_kinds(run) if name.startswith("Memcpy DtoH")]
 
 
 def idle_after_drains(run) -> Spread:
@@ -133,17 +181,26 @@ def idle_after_drains(run) -> Spread:
     return samples(values, "us", "GPU idle after a drain", [run.example.key])
 
 
+def launched_work(run) -> list[list]:
+    """Per recorded step, the GPU activities whose launch call began in it."""
+    trace = run.trace
+    steps = trace.steps
+    begins = [s.ts for s in steps]
+    work: list[list] = [[] for _ in steps]
+    for activity in trace.gpu_activities:
+        launch = trace.launch_of(activity)
+        k = bisect_right(begins, launch.ts) - 1 if launch is not None else -1
+        if k >= 0 and launch.ts < steps[k].end:
+            work[k].append(activity)
+    return work
+
+
 def gpu_period(run) -> Spread:
-    """The GPU's time per step: from the first activity of one step's launched work to the first
-    of the next one's (its busy time, and whatever idle time came between)."""
-    starts = [s.launched.start_us for s in run.trace_facts().steps if s.launched is not None]
-    return samples([b - a for a, b in zip(starts, starts[1:])], "us", "GPU time per step", [run.example.key])
-
-
-def gpu_busy_share(run) -> Spread:
-    """Per recorded step, the GPU's busy share of the GPU time of the work the step launched."""
-    values = [s.launched.busy_pct for s in run.trace_facts().steps if s.launched is not None]
-    return samples(values, "%", "GPU busy share per step", [run.example.key])
+    """The GPU's time per step: from the end of one step's launched work to the end of the next
+    one's (its busy time, and whatever idle time came between). The ends, not the starts: where a
+    side stream runs ahead (the next batch's copy), the last activity still closes the step."""
+    ends = [max(a.end for a in work) for work in launched_work(run) if work]
+    return samples([b - a for a, b in zip(ends, ends[1:])], "us", "GPU time per step", [run.example.key])
 
 
 # --- data loading -------------------------------------------------------------------------------------
@@ -151,7 +208,7 @@ def gpu_busy_share(run) -> Spread:
 
 def first_kernel_gap(run) -> Spread:
     """Per recorded step: from the step's start to the first GPU activity of the work it launched."""
-    values = [s.launched.start_us - s.start_us for s in run.trace_facts().steps if s.launched is not None]
+    values = [min(a.ts for a in work) - step.ts for step, work in zip(run.trace.steps, launched_work(run)) if work]
     return samples(values, "us", "gap before the step's first GPU activity", [run.example.key])
 
 
@@ -178,27 +235,34 @@ def copy_kinds(run) -> list[str]:
 
 @dataclass(frozen=True)
 class Overlap:
-    summed: Spread  # per step: the durations of the GPU activities it launched, added up
-    busy: Spread  # per step: their union, which is what the analyzer counts as busy
-    streams: int  # the streams the run's GPU activities ran on
+    """The GPU activities the recorded steps launched, taken together: one step's copy may overlap
+    the next step's compute, so the steps are not split."""
+
+    summed_us: float  # their durations added up, as the profiler table's CUDA times add up
+    busy_us: float  # their union: what the analyzer counts as busy
+    streams: int  # the streams they ran on
+
+    @property
+    def overlapped_us(self) -> float:
+        """The time two or more of them ran at once, counted once for each extra one."""
+        return self.summed_us - self.busy_us
 
 
 def overlap(run) -> Overlap:
-    trace = run.trace
-    steps = trace.steps
-    summed, busy = [], []
-    for step in steps:
-        work = [a for a in trace.gpu_activities if (launch := trace.launch_of(a)) is not None
-                and step.ts <= launch.ts < step.end]
-        summed.append(sum(a.dur for a in work))
-        busy.append(total((a.ts, a.end) for a in work))
-    streams = len({(a.arg("device"), a.arg("stream")) for a in trace.gpu_activities})
-    key = [run.example.key]
-    return Overlap(samples(summed, "us", "GPU activities added up per step", key),
-                   samples(busy, "us", "GPU busy per step", key), streams)
+    work = [a for step in launched_work(run) for a in step]
+    streams = len({(a.arg("device"), a.arg("stream")) for a in work})
+    return Overlap(sum(a.dur for a in work), total((a.ts, a.end) for a in work), streams)
 
 
 # --- Nsight Compute -------------------------------------------------------------------------------------
+
+
+# ncu's output when its kernel filter matched no launch ends with its numbered list of the kernels
+# it saw ("56. void cudnn::fusion::convert_dq_to_16bits<(bool)1>(...)"), which the snippet kept as
+# its error; a report read back without a row says so in the snippet's own words.
+_NO_MATCH = re.compile(r"^ncu failed: \d+\. |^ncu measured no launch")
+# A template argument as ncu's demangler writes it, with its type: `(bool)1`, `(int)128`.
+_TYPED_ARGUMENT = re.compile(r"([A-Za-z_]\w*)<(\((?:bool|int|unsigned int|long|char)\)[^<>,()]*)")
 
 
 @dataclass(frozen=True)
@@ -207,6 +271,27 @@ class Measured:
     command: str
     error: str | None
     metrics: dict[str, tuple[float | str, str]]  # "Section: Metric Name" -> (value, unit)
+
+    @property
+    def outcome(self) -> str:
+        """"measured" (ncu's rows are there), "no match" (ncu ran and its kernel filter matched no
+        launch) or "not run" (ncu could not run: missing, refused the GPU's counters, timed out)."""
+        if self.error is None:
+            return "measured" if self.metrics else "no match"
+        return "no match" if _NO_MATCH.search(self.error) else "not run"
+
+    @property
+    def name_base(self) -> str | None:
+        """What the command's kernel filter matched names against (ncu's `--kernel-name-base`:
+        "function", "demangled", "mangled"), None where the command does not say."""
+        found = re.search(r"--kernel-name-base[ =]([a-z]+)", self.command)
+        return found.group(1) if found else None
+
+    def listed_form(self) -> tuple[str, str] | None:
+        """A kernel of ncu's own list (kept in the error where the filter matched nothing) whose
+        template argument ncu wrote with its type: (function, "(bool)1"); None if there is none."""
+        found = _TYPED_ARGUMENT.search(self.error or "")
+        return (found.group(1), found.group(2)) if found else None
 
     def value(self, section: str, name: str) -> float:
         value = self.metrics[f"{section}: {name}"][0]
@@ -236,6 +321,44 @@ def ncu(run) -> Measured:
     return Measured(doc.get("kernel", ""), doc.get("command", ""), doc.get("error"), metrics)
 
 
+def function_name(kernel: str) -> str:
+    """A kernel's function name alone, as ncu's `--kernel-name-base function` matches it: no return
+    type, namespace, template arguments or parameters (`void at::native::reduce_kernel<128, 4, ...>(...)`
+    is `reduce_kernel`; an `nvjet_...` or `triton_...` name is itself)."""
+    head = kernel.replace("(anonymous namespace)::", "")
+    cut = min((i for i in (head.find("<"), head.find("(")) if i > 0), default=len(head))
+    words = head[:cut].split()
+    return (words[-1] if words else head).split("::")[-1]
+
+
+def template_head(kernel: str) -> str:
+    """The kernel's function name and its first template argument as the trace writes it:
+    `reduce_kernel<128, …>` (the name alone where it has none)."""
+    name = function_name(kernel)
+    found = re.search(re.escape(name) + r"<([^<>]*)", kernel)
+    if not found:
+        return name
+    arguments = found.group(1).split(",")
+    more = len(arguments) > 1 or kernel[found.end():found.end() + 1] == "<"
+    return f"{name}<{arguments[0].strip()}{', …' if more else ''}>"
+
+
+def ncu_command(kernel: str) -> str:
+    """The ncu command that measures one launch of the kernel, for the reader's own program: the
+    kernel picked by its function's name (the whole demangled name from a trace need not match
+    ncu's, which writes template arguments with their types), SKIP the launches of that name to
+    pass over first."""
+    return (f"ncu --clock-control none --kernel-name-base function --kernel-name regex:^{function_name(kernel)}$ \\\n"
+            "    --launch-skip SKIP --launch-count 1 --section SpeedOfLight --section Occupancy \\\n"
+            "    python train.py")
+
+
+def top_kernel(run, name: str):
+    """The analyzer's KernelStat of the GPU activity `name` over the whole trace (its share of the
+    GPU's activity time, launches, mean, work class, first run), or None if it is not among the top."""
+    return next((k for k in run.trace_facts().window.top_kernels if k.name == name), None)
+
+
 def ncu_table(measured: Measured, caption: str, sections: tuple[str, ...] = ("GPU Speed Of Light Throughput",
                                                                               "Occupancy")) -> Markup:
     """ncu's rows of the named sections: section, metric, value, unit."""
@@ -262,12 +385,14 @@ def sync_section(run) -> str:
 
 
 def table_rows(run, names: tuple[str, ...], caption: str) -> Markup:
-    """The run's profiler table cut to the rows of these names (in the table's order), its foot
-    kept: where a read-back shows in the table, without the rows around it."""
+    """The run's profiler table cut to the first row of each of these names (in the table's order),
+    its foot kept: where a read-back shows in the table, without the rows around it. A label's
+    second row, its copy on the GPU's row (`gpu_user_annotation`), is left out."""
     from dataclasses import replace
 
     from ....tracefacts.pictures.profiler_table import render_table
 
     data = run.table_data
-    return render_table(replace(data, rows=tuple(row for row in data.rows if row[0] in names)), caption=caption,
-                        activities=run.activities)
+    seen: set[str] = set()
+    rows = tuple(row for row in data.rows if row[0] in names and not (row[0] in seen or seen.add(row[0])))
+    return render_table(replace(data, rows=rows), caption=caption, activities=run.activities)
