@@ -12,11 +12,13 @@ from types import SimpleNamespace
 import pytest
 
 from scripts.series.pages import cache, claims
+from scripts.series.pages.helpers import example
 from scripts.series.pages.posts import training as P
 from scripts.series.runs import catalog
 from scripts.tracefacts.facts.analysis import facts
 from scripts.tracefacts.model.trace import load_trace
-from tests.fixtures.handmade import host_syncs, training_steps, two_steps
+from tests.conftest import ROOT
+from tests.fixtures.handmade import ADD, GEMM, TraceWriter, host_syncs, training_steps, two_steps
 from tests.fixtures.synth import write_trace
 
 POST = "docs/blog/posts/training-step.md"
@@ -51,6 +53,16 @@ def test_phases_per_step_are_the_analyzers(tmp_path):
     assert html.count("<tr>") == 1 + 5 and ">backward<" in html
 
 
+def test_a_phase_with_nothing_in_it_can_be_left_out_of_the_table(tmp_path):
+    data = training_steps()
+    data["traceEvents"] = [e for e in data["traceEvents"] if not e["name"].startswith("enumerate(DataLoader)")]
+    run = fake(tmp_path, data)
+    assert P.phase_samples(run, "data", "host_us").values == (0.0,)
+    assert ">data<" in str(P.phase_table(run, "caption"))
+    html = str(P.phase_table(run, "caption", empty=False))
+    assert html.count("<tr>") == 1 + 4 and ">data<" not in html and ">other<" in html
+
+
 def test_a_trace_without_training_says_so(tmp_path):
     with pytest.raises(ValueError, match="no training step"):
         P.training(fake(tmp_path, two_steps()))
@@ -59,6 +71,9 @@ def test_a_trace_without_training_says_so(tmp_path):
 def test_drains_idle_time_and_the_analyzers_words(tmp_path):
     run = fake(tmp_path, host_syncs())
     assert P.drains_per_step(run).values == (1.0, 1.0)
+    assert P.drains_per_step(run, skip_last=True).values == (1.0,)  # the last step's sync may drain nothing
+    assert P.drain_calls(run) == {"cudaMemcpyAsync": 1, "cudaDeviceSynchronize": 1}
+    assert P.copies_back(run) == ["Memcpy DtoH (Device -> Pageable)"]
     assert P.idle_after_drains(run).values == (35.0, 15.0)
     section = P.sync_section(run)
     assert section.startswith("```text\nhost syncs") and section.endswith("\n```")
@@ -75,17 +90,45 @@ def test_a_name_with_backticks_cannot_close_the_section(tmp_path):
 
 
 def test_gpu_period_and_the_gap_before_each_steps_first_kernel(tmp_path):
-    # host_syncs: step 1 launches K1 (starts at 10), step 2 K3 and K5 (the first starts at 105).
+    # host_syncs: step 1 launches K1 (starts at 10) and ends with K2 at 96; step 2 launches K3 and
+    # K5 (the first starts at 105) and ends with K4 at 190.
     run = fake(tmp_path, host_syncs())
-    assert P.gpu_period(run).values == (95.0,)
+    assert P.gpu_period(run).values == (94.0,)
     assert P.first_kernel_gap(run).values == (10.0, 5.0)
+
+
+def side_stream_steps() -> dict:
+    """Three host steps of 10 us, each launching the next batch's 10 us copy on stream 13 and a 20 us
+    product on stream 7: the GPU runs behind, the copies back to back from 10, the products back to
+    back from 20, so each copy runs ahead, under an earlier product. A kernel launched before the
+    recording runs at [0, 5] with no launch call in the trace."""
+    w = TraceWriter()
+    w.events.append({"ph": "X", "cat": "kernel", "name": ADD, "pid": 0, "tid": 7, "ts": 0, "dur": 5,
+                     "args": {"device": 0, "stream": 7, "correlation": 999}})
+    for k in range(3):
+        w.host_event("user_annotation", f"ProfilerStep#{k}", 10 * k, 10)
+        w.launch(10 * k, 1, [("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 10 + 10 * k, 10, 13)],
+                 api="cudaMemcpyAsync")
+        w.launch(10 * k + 2, 1, [("kernel", GEMM, 20 + 20 * k, 20, 7)])
+    return w.trace()
+
+
+def test_a_side_stream_running_ahead_neither_shortens_the_period_nor_counts_twice(tmp_path):
+    run = fake(tmp_path, side_stream_steps())
+    # Each step's work ends with its product, 20 us after the last one's; the copies start 10 us
+    # apart, running ahead, and do not make the step look shorter.
+    assert P.gpu_period(run).values == (20.0, 20.0)
+    # The kernel with no launch call (from before the recording) is no step's: step 0's gap is 10, not 0.
+    assert P.first_kernel_gap(run).values == (10.0, 10.0, 10.0)
+    found = P.overlap(run)  # copies [10, 40], products [20, 80]: 90 added up, 70 busy
+    assert (found.summed_us, found.busy_us, found.overlapped_us, found.streams) == (90.0, 70.0, 20.0, 2)
 
 
 def test_overlap_counts_two_streams_once(tmp_path):
     # two_steps: step 1 runs K1 30, K2 10 and a 5 us copy on stream 7; step 2 runs K4 [120, 160]
     # on stream 7 and the NCCL kernel [130, 150] on stream 20, inside it.
     found = P.overlap(fake(tmp_path, two_steps()))
-    assert found.summed.values == (45.0, 60.0) and found.busy.values == (45.0, 40.0) and found.streams == 2
+    assert (found.summed_us, found.busy_us, found.overlapped_us, found.streams) == (105.0, 85.0, 20.0, 2)
 
 
 def test_arrows_are_counted_by_category(tmp_path):
@@ -118,18 +161,67 @@ def test_ncu_rows_become_numbers(tmp_path):
         measured.value("Occupancy", "Limiting")
     html = str(P.ncu_table(measured, "caption"))
     assert "1,234.5" in html and "40.12" in html and "Registers" in html
+    assert measured.outcome == "measured"
     failed = write_extra(tmp_path / "y.ncu.json.gz", {"kernel": "k", "command": "ncu ...", "error": "ncu not found"})
-    assert P.ncu(fake(tmp_path, two_steps(), "u.json.gz", extra={"ncu": failed})).error == "ncu not found"
+    not_run = P.ncu(fake(tmp_path, two_steps(), "u.json.gz", extra={"ncu": failed}))
+    assert not_run.error == "ncu not found" and not_run.outcome == "not run" and not_run.listed_form() is None
+
+
+KERNEL = ("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16, float, unsigned int, "
+          "c10::BFloat16, 4, 8> >(at::native::ReduceOp<c10::BFloat16, float, unsigned int, c10::BFloat16, 4, 8>)")
+
+
+@pytest.mark.parametrize("error, outcome", [
+    # ncu's list of the kernels it saw, when its filter matched none (the snippet keeps the last line)
+    ("ncu failed: 56. void cudnn::fusion::convert_dq_to_16bits<(bool)1>(const void *, void *, ", "no match"),
+    ("ncu measured no launch of the kernel: ==WARNING== No kernels were profiled.", "no match"),
+    ("ncu failed: ==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", "not run"),
+    ("ncu did not finish in 240 s", "not run"),
+])
+def test_what_an_ncu_error_says_happened(tmp_path, error, outcome):
+    doc = {"kernel": KERNEL, "command": "ncu --clock-control none --kernel-name-base demangled ...", "error": error}
+    measured = P.ncu(fake(tmp_path, two_steps(), extra={"ncu": write_extra(tmp_path / "e.ncu.json.gz", doc)}))
+    assert measured.outcome == outcome and measured.name_base == "demangled"
+    assert measured.listed_form() == (("convert_dq_to_16bits", "(bool)1") if "(bool)1" in error else None)
+
+
+def test_the_kernel_is_named_as_ncus_function_filter_names_it():
+    assert P.function_name(KERNEL) == "reduce_kernel"
+    assert P.template_head(KERNEL) == "reduce_kernel<128, …>"
+    assert P.function_name(GEMM) == P.template_head(GEMM) == GEMM
+    assert P.function_name("void at::native::(anonymous namespace)::k<float>(long)") == "k"
+    assert P.template_head("void cutlass::Kernel2<cutlass_80_wmma>(Params)") == "Kernel2<cutlass_80_wmma>"
+    command = P.ncu_command(KERNEL)
+    assert "--kernel-name-base function --kernel-name regex:^reduce_kernel$" in command
+    assert "--clock-control none" in command and "--launch-skip SKIP --launch-count 1" in command
+
+
+def test_the_post_shows_ncus_numbers_once_a_run_has_them(monkeypatch, capsys):
+    """The frozen run's ncu step measured nothing; a run that measures must put its numbers on the
+    same page: the post's Nsight blocks, run on a measurement, print the table and the claims."""
+    source = (ROOT / POST).read_text()
+    blocks = re.findall(r'```python exec="true"[^\n]*session="training"\n(.*?)```', source, re.S)
+    found = P.ncu(example("14_ncu_top_kernel/ncu_b16_s256_l6_d512"))
+    sol, occupancy = "GPU Speed Of Light Throughput", "Occupancy"
+    measured = P.Measured(found.kernel, "ncu --kernel-name-base function ...", None, {
+        f"{sol}: Compute (SM) Throughput": (31.2, "%"), f"{sol}: Memory Throughput": (78.5, "%"),
+        f"{occupancy}: Achieved Occupancy": (61.0, "%"), f"{occupancy}: Theoretical Occupancy": (100.0, "%")})
+    monkeypatch.setattr(P, "ncu", lambda run: measured)
+    monkeypatch.setattr(claims, "LEDGER", claims.Ledger())  # the claims of this rehearsal stay here
+    names = {}
+    exec(blocks[0], names)
+    nsight = [b for b in blocks if "m = P.ncu(top)" in b or " m." in b or "(m." in b]
+    assert len(nsight) == 5
+    for block in nsight:
+        exec(block, names)
+    shown = capsys.readouterr().out
+    assert "ncu measured one launch of it" in shown and "measured nothing" not in shown
+    assert ">Achieved Occupancy<" in shown and "**78%**" in shown
+    assert "The memory system is the nearer to its peak" in shown
+    assert all(c.holds for c in claims.LEDGER.claims) and len(claims.LEDGER.claims) == 4
 
 
 # --- the built pages (they need the frozen runs) -------------------------------------------------------
-
-
-# The post and the guide are built once their runs are frozen (scripts/series/runs/catalog.py
-# PENDING: they wait for their first GPU run, and mkdocs.yml leaves them out until then).
-awaiting_runs = pytest.mark.skipif(
-    any(example in catalog.PENDING for example in catalog.TRAINING + catalog.MISTAKES),
-    reason="the training post's runs await their first GPU run (catalog.PENDING)")
 
 
 def page_claims(built_site, page):
@@ -137,14 +229,12 @@ def page_claims(built_site, page):
     return [c for c in listed if c.page == page], [p for p in problems if page in p]
 
 
-@awaiting_runs
 def test_the_post_states_its_findings_as_claims_that_hold(built_site):
     mine, problems = page_claims(built_site, POST)
     assert len(mine) >= 15 and all(c.holds and c.runs for c in mine), [c.short for c in mine if not c.holds]
     assert not problems
 
 
-@awaiting_runs
 def test_the_post_reads_in_fifteen_minutes_with_one_facts_box_open_and_every_run_to_open(built_site):
     html = (built_site / POST_URL).read_text()
     assert "Traceback" not in html
@@ -155,7 +245,6 @@ def test_the_post_reads_in_fifteen_minutes_with_one_facts_box_open_and_every_run
     assert {e.trace_path.name for e in catalog.TRAINING} <= files
 
 
-@awaiting_runs
 def test_the_guide_shows_each_mistake_on_a_run(built_site):
     mine, problems = page_claims(built_site, GUIDE)
     assert len(mine) >= 6 and all(c.holds for c in mine), [c.short for c in mine if not c.holds]
@@ -166,10 +255,10 @@ def test_the_guide_shows_each_mistake_on_a_run(built_site):
 
 
 def test_a_table_cut_to_some_rows_keeps_their_order_and_the_foot():
-    from scripts.series.pages.helpers import example
-
     run = example("train_step/train_b16_s3")
-    html = str(P.table_rows(run, ("aten::mm", "ProfilerStep*", "no such op"), "caption"))
+    html = str(P.table_rows(run, ("aten::mm", "ProfilerStep*", "forward", "no such op"), "caption"))
     shown = html.split("<template")[0]  # the view a reader sees first
     assert shown.index(">ProfilerStep*<") < shown.index(">aten::mm<")  # the table's order
-    assert "Self CPU time total" in shown and ">aten::copy_<" not in html and shown.count('scope="row"><code>') == 2
+    assert "Self CPU time total" in shown and ">aten::copy_<" not in html
+    # `forward` has two rows, the label's and its copy on the GPU's row: the first is kept
+    assert shown.count('scope="row"><code>') == 3 and shown.count(">forward<") == 1
