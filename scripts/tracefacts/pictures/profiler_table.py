@@ -100,14 +100,29 @@ FIRST_COLUMNS = ("Self CPU", "Self CUDA", "CUDA total", "# of Calls")
 FALLBACK_COLUMNS = ("Self CPU", "CPU total", "# of Calls")  # a table without CUDA columns
 
 
+# The column a grouped table adds (`key_averages(group_by_input_shape=True)`): it tells the rows of
+# one op apart, so it always shows, right after the name; without it the rows look alike.
+GROUP_COLUMNS = ("Input Shapes",)
+# The widest cell of such a column we show: the profiler's own cap (`table(max_shapes_column_width=
+# 80)`), so a table it printed is never cut further, and a cell from elsewhere stays bounded.
+GROUP_CELL_WIDTH = 80
+
+
 def first_columns(table: ProfilerTable) -> tuple[str, ...]:
-    """The name column, the first-needed columns the table has, and its sort column, in the
-    table's order."""
+    """The name column, the grouping column of a grouped table, then the first-needed columns the
+    table has and its sort column, in the table's order."""
     wanted = [c for c in FIRST_COLUMNS if c in table.columns]
     if not any("CUDA" in c for c in wanted):
         wanted = [c for c in FALLBACK_COLUMNS if c in table.columns]
-    keep = {table.columns[0], *wanted, *([table.sort_column] if table.sort_column else [])}
-    return tuple(c for c in table.columns if c in keep)
+    keep = {*wanted, *([table.sort_column] if table.sort_column else [])}
+    grouped = tuple(c for c in GROUP_COLUMNS if c in table.columns[1:])
+    return (table.columns[0], *grouped,
+            *(c for c in table.columns[1:] if c in keep and c not in grouped))
+
+
+def group_cell(cell: str) -> str:
+    """A grouping cell, at most GROUP_CELL_WIDTH characters (cut ones end in CUT)."""
+    return cell if len(cell) <= GROUP_CELL_WIDTH else cell[:GROUP_CELL_WIDTH - len(CUT)] + CUT
 
 
 def _total_column(label: str, columns: tuple[str, ...]) -> str | None:
@@ -170,7 +185,8 @@ def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, fu
             head.append(th(f"{name} ▼", {"scope": "col", "class": "num sorted", "aria-sort": "descending",
                                          "title": "rows sorted by this column"}))
         else:
-            head.append(th(name, {"scope": "col", "class": "num" if name != table.columns[0] else None}))
+            kind = None if name == table.columns[0] else "prof-group" if name in GROUP_COLUMNS else "num"
+            head.append(th(name, {"scope": "col", "class": kind}))
     body = []
     for row in table.rows:
         short = short_name(row[0])
@@ -180,6 +196,9 @@ def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, fu
         cells = [th(name, {"scope": "row", "title": row[0] if short != row[0] and not full else None})]
         for k in keep[1:]:
             cell, column = row[k], table.columns[k]
+            if column in GROUP_COLUMNS:  # text from the trace: bounded here, escaped by td()
+                cells.append(td(group_cell(cell), {"class": "prof-group"}))
+                continue
             more = [*(["num"] if _is_numeric(cell) else []), *(["sorted"] if column == sort else [])]
             cells.append(td(cell, {"class": " ".join(more) or None}))
         body.append(cells)
