@@ -276,8 +276,10 @@ def _whole_gap(gap: tuple[float, float], lane: LaneEvents, scale: TimeScale) -> 
     it: (start, end, began before the window, goes on after it). The analyzer's gap is the GPU's
     idle time before an activity, from where its earlier work ended (facts/index.py
     `_idle_before`): a property of the activity, the same in every window that holds it. So a gap
-    the window's edge cuts is drawn clipped but labelled whole, as the facts box and the CLI name
-    it; clipping the analyzer's gap to the window instead would give one gap a length per window."""
+    the window's edge cuts is drawn clipped but labelled whole, as the facts box, the links under
+    a picture and the JSON's `widest_gaps` name it; clipping the analyzer's gap to the window
+    instead would give one gap a length per window. The picture's gaps are a stream's (its legend
+    says so): on a GPU of one stream, the analyzer's exactly."""
     start, end = gap
     before = lane.idle_since is not None and start <= scale.start and lane.idle_since < start
     after = lane.idle_until is not None and end >= scale.end and lane.idle_until > end
