@@ -121,6 +121,19 @@ def test_links_keep_file_and_example_names_inside_their_attributes(run):
     assert share["href"].endswith(f"/traces/injected/{run.example.trace_path.name}")
 
 
+def test_links_name_their_run_first_by_its_tag_or_the_pages_label(run):
+    """Several runs' buttons may stand together: each row says whose they are, as text ahead of the
+    buttons: the example's tag, or the short label the page gives; either one escaped."""
+    from html import unescape
+
+    for label, shown in ((None, run.example.tag), (f"eager {IMG}", f"eager {IMG}")):
+        html = run.links(label=label)
+        parsed = assert_inert(html)
+        name = re.search(r'<span class="trace-run"[^>]*>(.*?)</span>', html).group(1)
+        assert unescape(re.sub(r"<[^>]+>", "", name)) == shown and parsed.text.startswith(shown)
+        assert html.index('class="trace-run"') < html.index("Download trace") < html.index("Open in Perfetto")
+
+
 def test_summary_block_cannot_be_closed_by_a_name(run):
     import markdown
 

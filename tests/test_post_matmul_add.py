@@ -128,3 +128,30 @@ def test_the_prose_the_box_and_the_badge_give_one_busy_number(built_site):
     badge = (built_site / "timelines" / "01_matmul_add" / "64_bf16_cold_eager_step3.svg").read_text()
     assert f"GPU busy {busy}" in badge
     assert "of the CPU's time" not in text
+
+
+def test_the_picture_the_box_and_the_caption_give_one_length_for_each_gap():
+    """One number per gap: the 64x64 step's picture cuts the GPU's wait for the step's first kernel
+    at the step's start, yet labels it by its whole length, from the end of the previous step's
+    GPU work, as the facts box and the links under the picture measure it (the analyzer's gap);
+    the wait it cuts at the step's end is labelled as the next step's box names it."""
+    import xml.etree.ElementTree as ET
+
+    from scripts.series.pages import render
+    from scripts.tracefacts.model.units import format_us
+
+    run = example(COLD64)
+    step3, step4 = P.step_window(run, 3), P.step_window(run, 4)
+    box = [format_us(g.dur_us) for g in run.trace_facts(step3).window.launched.widest_gaps]
+    next_box = [format_us(g.dur_us) for g in run.trace_facts(step4).window.launched.widest_gaps]
+    assert len(box) == 2  # the step's two kernels, each after a gap: every gap of the step is listed
+    svg = ET.fromstring(render.timeline_svg(run.trace, 3, None, None))
+    said = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title") if t.text and t.text.startswith("GPU idle for ")]
+    length = lambda text: text.removeprefix("GPU idle for ").split(",")[0]
+    lead = [text for text in said if text.endswith("from before the step")]
+    trail = [text for text in said if text.endswith("on past the step")]
+    assert len(said) == 3 and len(lead) == len(trail) == 1
+    assert sorted(length(text) for text in said if text not in trail) == sorted(box)
+    assert length(trail[0]) in next_box
+    captions = str(run._picture_links(3, None, None))
+    assert all(f"GPU idle for {length}" in captions for length in box)

@@ -22,6 +22,7 @@ URL = "blog/memory-shapes-stacks-roofline/index.html"
 MEM = {v: catalog.get(f"06_memory/train_b16_s512_l8_d512_fp32_{v}") for v in ("baseline", "checkpoint")}
 ROOF = catalog.get("08_roofline/roofline_bf16_t8192_d4096_h14336")
 STACKS = {o: catalog.get(f"07_shapes_stacks/stacks_b16_s3_{o}") for o in ("foreach_false", "fused")}
+SHAPES = "07_shapes_stacks/shapes_b16_s64-256-1024-4096_1024x4096_bf16"
 
 
 def raw(example_) -> list[dict]:
@@ -219,3 +220,19 @@ def test_profiler_overhead_is_the_stacks_runs_rotated_timing_and_part2_can_quote
     sentence = P.profiler_overhead_sentence()
     assert claims.compare(o.profiled, o.none, what="training step").words in sentence
     assert "a little" not in sentence
+
+
+def test_the_table_grouped_by_shape_shows_each_rows_shapes(built_site):
+    """The grouped table's rows of aten::linear differ only by their input shapes: the page's short
+    view shows them, one distinct shape under each row's name (before, it folded the column away,
+    and the rows read alike)."""
+    from html import unescape
+
+    html = (built_site / URL).read_text()
+    caption = "grouped by input shape"
+    start = html.index(caption)
+    table = html[html.rfind('<table class="prof">', 0, start):html.index("</table>", start)]
+    assert '<span class="prof-group">Input Shapes</span>' in table.split("</thead>")[0]
+    shapes = [unescape(s) for s in re.findall(r'<span class="prof-group">(.*?)</span></th>', table.split("</thead>")[1])]
+    rows = re.findall(r"<tbody>.*?</tbody>", table, re.S)[0].count("<tr>")
+    assert len(shapes) == rows == len(set(shapes)) == P.rows_named(P.tables_of(example(SHAPES))[1], "aten::linear")

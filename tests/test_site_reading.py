@@ -208,6 +208,37 @@ def test_perfetto_page_queries_its_own_trace_and_shows_what_the_query_returns(bu
         assert float(total) == pytest.approx(want_total, abs=1e-3)
 
 
+# --- the trace buttons -----------------------------------------------------------------------------
+
+ROW = re.compile(r'<div class="trace-actions">(?:<span class="trace-run"[^>]*>(.*?)</span>)?.*?</div>', re.S)
+
+
+def test_every_row_of_trace_buttons_names_its_run_once(built_site):
+    """Where several runs' buttons stand together a reader tells them apart by the name each row
+    begins with (scripts/series/pages/helpers.py Run.links); rows side by side name different runs,
+    and no row repeats a name the text right above it already gives."""
+    checked = 0
+    for page in site_pages(built_site):
+        html = (built_site / page / "index.html").read_text(encoding="utf-8")
+        if "<article" not in html:
+            continue
+        article = html[html.index("<article"):html.index("</article>")]
+        together: list[str] = []
+        end = 0
+        for row in ROW.finditer(article):
+            if "perfetto-open" not in row.group(0):
+                continue  # another row of buttons (Part 5's allocator snapshot): not a run's trace
+            assert row.group(1) is not None, f"{page}: a row of trace buttons without its run's name"
+            name = " ".join(unescape(re.sub(r"<[^>]+>", "", row.group(1))).split())
+            before = " ".join(unescape(re.sub(r"<[^>]+>", " ", article[end:row.start()])).split())
+            assert name and not before.endswith(name), f"{page}: {name!r} named twice"
+            together = [*together, name] if end and not before else [name]
+            assert len(set(together)) == len(together), f"{page}: rows side by side both named {name!r}"
+            end = row.end()
+            checked += 1
+    assert checked >= 40
+
+
 # --- the blog's order, the home page's dates -------------------------------------------------------
 
 

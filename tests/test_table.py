@@ -120,3 +120,72 @@ def test_long_names_are_shortened_with_the_profilers_name_kept():
     assert f'<code class="prof-short">{short_name(long)}</code>' in short
     assert short.count('class="prof-short"') == sum(short_name(r[0]) != r[0] for r in table.rows)
     assert "prof-short" not in full and all(f"<code>{escape(r[0])}</code>" in full for r in table.rows)
+
+
+
+SHAPES = ROOT / "traces/07_shapes_stacks/shapes_b16_s64-256-1024-4096_1024x4096_bf16.txt"
+
+
+def visible_rows(view: str) -> list[tuple[str, ...]]:
+    """The body rows of a rendered view as a reader sees them: each cell's text."""
+    import html
+    import re
+
+    body = re.search(r"<tbody>(.*?)</tbody>", view, re.S).group(1)
+    return [tuple(html.unescape(re.sub(r"<[^>]+>", "", text)) for _, text in cells_of(row, r".*"))
+            for row in re.findall(r"<tr>.*?</tr>", body, re.S)]
+
+
+def row_shapes(view: str) -> list[str]:
+    """The grouping cell under each row's name in the short view."""
+    import html
+    import re
+
+    body = re.search(r"<tbody>(.*?)</tbody>", view, re.S).group(1)
+    return [html.unescape(cell) for cell in re.findall(r'<th scope="row"[^>]*>.*?<span class="prof-group">(.*?)</span></th>', body)]
+
+
+def test_a_table_grouped_by_input_shape_shows_the_shapes_under_the_names():
+    """Part 5's `key_averages(group_by_input_shape=True)`: one op's rows differ by their shapes, so
+    the short view shows each row's shapes under its name (a column of its own would push the
+    first-needed columns out of a phone's view), the full view as the profiler's column; no two
+    rows read the same in either."""
+    from dataclasses import replace
+
+    grouped = parse_table(SHAPES.read_text().split("\nGrouped by input shape", 1)[1].split("\n", 1)[1])
+    shapes = grouped.columns.index("Input Shapes")
+    short, full = views(render_table(grouped))
+    assert row_shapes(short) == [r[shapes] for r in grouped.rows]
+    assert "<span class=\"prof-group\">Input Shapes</span>" in short.split("</thead>")[0]
+    assert [r[shapes] for r in visible_rows(full)] == [r[shapes] for r in grouped.rows]
+    for view in (short, full):
+        rows = visible_rows(view)
+        assert len(rows) == len(grouped.rows) and len(set(rows)) == len(rows)
+    # the page shows the rows of aten::linear only (part5.shown_table): one per length, told apart
+    linear = replace(grouped, rows=tuple(r for r in grouped.rows if r[0] == "aten::linear"))
+    short = views(render_table(linear))[0]
+    assert len(set(row_shapes(short))) == 4 and len({r[0] for r in visible_rows(short)}) == 4
+
+
+def test_a_grouping_cell_is_escaped_and_bounded():
+    """Shapes come from someone's trace: a cell shows as text, never markup, and no longer than the
+    profiler's own cap; a cell within it shows whole."""
+    from scripts.tracefacts.pictures.profiler_table import GROUP_CELL_WIDTH, ProfilerTable, first_columns
+
+    hostile = "[<script>alert(1)</script>]" + "[1, 2]" * 100
+    table = ProfilerTable(columns=("Name", "Self CPU", "CPU total", "CPU time avg", "# of Calls", "Input Shapes"),
+                          rows=(("op", "2us", "9us", "9us", "1", hostile), ("op", "1us", "3us", "3us", "1", "[[4, 4]]")),
+                          totals=())
+    assert first_columns(table) == ("Name", "Self CPU", "CPU total", "# of Calls")
+    short, full = views(render_table(table))
+    for view, cells in ((short, row_shapes(short)), (full, [row[5] for row in visible_rows(full)])):
+        assert "<script>" not in view and "&lt;script&gt;" in view
+        assert len(cells[0]) == GROUP_CELL_WIDTH and cells[0].endswith("...")
+        assert hostile.startswith(cells[0][:-3]) and cells[1] == "[[4, 4]]"
+
+
+def test_an_ungrouped_table_has_no_grouping_lines():
+    from scripts.tracefacts.pictures.profiler_table import group_columns
+
+    table = parse_table(TABLE)
+    assert group_columns(table) == () and "prof-group" not in render_table(table)

@@ -537,3 +537,82 @@ def test_legend_and_ticks_stay_on_the_card_and_apart(gpu):
     tick_size = style.font_px("tick")
     centres = [tick.x for tick in layout.ticks[1:-1]]
     assert all(b - a > style.text_width("0000 µs", tick_size) for a, b in zip(centres, centres[1:]))
+
+
+# --- a gap the window's edge cuts: labelled whole, as the analyzer measures it ---------------------
+
+
+def gap_labels(trace, window) -> dict[str, str]:
+    """The gap labels of the picture of `window`: tooltip (the words in full) -> the text shown
+    (shortened where the long one does not fit)."""
+    return {label.tooltip: label.text for label in layout_timeline(trace, window).labels if label.role == "gap"}
+
+
+def test_a_gap_the_step_cuts_is_labelled_whole_as_the_facts_box_measures_it():
+    """tests/fixtures/handmade.py two_steps, worked by hand: stream 7 is idle from the memcpy's end
+    (90 us) to the triton kernel (120 us), across the boundary of ProfilerStep#1 and #2 (100 us).
+    The analyzer gives that gap 30 us, from the end of the GPU's earlier work; each step's picture
+    draws its part (10 us, 20 us) and names the whole 30 us, with an arrow to where it goes on."""
+    from scripts.tracefacts.facts.analysis import facts
+    from tests.fixtures.handmade import two_steps
+
+    trace = build_trace(two_steps())
+    step1, step2 = (select_window(trace, step=n) for n in (1, 2))
+    box = facts(trace, step=2).window.launched.widest_gaps
+    assert (box[0].start_us, box[0].end_us, format_us(box[0].dur_us)) == (90, 120, "30 us")
+    assert gap_labels(trace, step2)["GPU idle for 30 us, from before the step"].startswith("← 30 us idle")
+    assert gap_labels(trace, step1)["GPU idle for 30 us, on past the step"].endswith(" →")
+    # Gaps inside a step keep their length; so does one with no GPU work after it on its stream:
+    # stream 7 after the triton kernel [160, 200], stream 20 after the NCCL kernel [150, 200].
+    assert set(gap_labels(trace, step1)) == {  # [0, 20], [50, 70], [80, 85], [90, 100]
+        "GPU idle for 20 us before the first kernel", "GPU idle for 20 us", "GPU idle for 5 us",
+        "GPU idle for 30 us, on past the step"}
+    assert {"GPU idle for 40 us", "GPU idle for 50 us"} <= set(gap_labels(trace, step2))
+    # Stream 20 has no earlier work: its wait [100, 130] is the window's own, and says so.
+    assert "GPU idle for 30 us before the first kernel" in gap_labels(trace, step2)
+    # The whole trace cuts nothing.
+    whole = gap_labels(trace, Window(0.0, 200.0, "whole trace"))
+    assert whole and not [text for text in whole.values() if "←" in text or "→" in text]
+
+
+def test_a_window_that_is_not_a_step_names_its_edges_as_the_windows():
+    """Kernels at [5, 10], [55, 60] and [125, 130] on one stream, drawn over [40, 70): the gaps
+    on either side of the middle kernel are 45 us and 65 us long, each cut by an edge."""
+    from tests.fixtures.handmade import GEMM, TraceWriter
+
+    w = TraceWriter()
+    w.host_event("cpu_op", "aten::mm", 0, 200)
+    for start in (0, 50, 120):
+        w.launch(start, 1, [("kernel", GEMM, start + 5, 5, 7)])
+    labels = gap_labels(build_trace(w.trace()), Window(40.0, 70.0, "40-70"))
+    assert set(labels) == {"GPU idle for 45 us, from before the window", "GPU idle for 65 us, on past the window"}
+    assert labels["GPU idle for 45 us, from before the window"].startswith("← 45 us idle")
+
+
+def test_every_gap_label_of_a_step_is_an_analyzer_gap_on_a_synthetic_run():
+    """tests/fixtures/synth.py, one stream, steps that end with a synchronize (the GPU idles
+    across each step boundary): each step's picture labels every gap it names with the length of
+    a gap the analyzer finds, the idle time before some activity, whichever edge cuts it; and a
+    gap the step's start cuts is one of the step's own, as its facts box lists them."""
+    from scripts.tracefacts.facts.analysis import facts
+    from scripts.tracefacts.facts.index import TraceIndex
+    from tests.fixtures.synth import synth_trace
+
+    trace = build_trace(synth_trace(steps=4, ops_per_step=6, gap_after_op_us=15.0, seed=3))
+    index = TraceIndex(trace)
+    analyzer = {format_us(a + b + c) for a, b, c in zip(index.idle_host_wait, index.idle_queued, index.idle_other)}
+    cut = 0
+    for step in trace.steps[:-1]:  # the last one ends in a wait that no GPU work ends
+        window = select_window(trace, step=int(step.name.split("#")[1]))
+        labels = gap_labels(trace, window)
+        box = {format_us(g.dur_us) for g in facts(trace, window=window).window.launched.widest_gaps}
+        for tooltip in labels:
+            if tooltip.endswith("before the first kernel"):  # the trace's first: not a gap to the analyzer
+                assert step is trace.steps[0], tooltip
+                continue
+            length = tooltip.removeprefix("GPU idle for ").split(",")[0]
+            assert length in analyzer, (step.name, tooltip)
+            if tooltip.endswith("from before the step"):
+                cut += 1
+                assert length in box, (step.name, tooltip, box)
+    assert cut >= 2  # steps after the first each begin in a gap

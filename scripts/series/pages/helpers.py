@@ -241,8 +241,11 @@ class Run:
 
         return cache.cached("recording", render.recording, self.trace_input)
 
-    def links(self) -> Markup:
-        """Download link, the Perfetto button, and (on an https site) a shareable Perfetto link."""
+    def links(self, label: str | None = None) -> Markup:
+        """The run's name, then its download link, the Perfetto button, and (on an https site) a
+        shareable Perfetto link. The name comes first because a post may print several runs'
+        buttons together: `label` is a short one the page gives (the size, the setting it
+        varies), else the example's tag, the stem of the file the reader downloads."""
         self.meta  # a run never made fails here, with the command to run, before a file is published
         site_path = trace_site_path(self.example)
         href = publish(site_path, self.example.trace_path)
@@ -250,6 +253,8 @@ class Run:
         size_kb = self.example.trace_path.stat().st_size / 1024
         _ledger().link(self.example.key)
         parts = [
+            h("span", {"class": "trace-run", "title": self.example.key},
+              label if label else h("code", None, self.example.tag)),
             h("a", {"class": "md-button", "href": href, "download": name},
               "Download trace ", h("small", None, f"({size_kb:,.0f} KB)")),
             h("button", {"type": "button", "class": "md-button md-button--primary perfetto-open",

@@ -100,6 +100,15 @@ FIRST_COLUMNS = ("Self CPU", "Self CUDA", "CUDA total", "# of Calls")
 FALLBACK_COLUMNS = ("Self CPU", "CPU total", "# of Calls")  # a table without CUDA columns
 
 
+# The column a grouped table adds (`key_averages(group_by_input_shape=True)`): what tells the rows
+# of one op apart, so the short view always shows it, under each row's name (a column of its own
+# would push the first-needed columns out of a phone's view).
+GROUP_COLUMNS = ("Input Shapes",)
+# The widest cell of such a column we show: the profiler's own cap (`table(max_shapes_column_width=
+# 80)`), so a table it printed is never cut further, and a cell from elsewhere stays bounded.
+GROUP_CELL_WIDTH = 80
+
+
 def first_columns(table: ProfilerTable) -> tuple[str, ...]:
     """The name column, the first-needed columns the table has, and its sort column, in the
     table's order."""
@@ -108,6 +117,16 @@ def first_columns(table: ProfilerTable) -> tuple[str, ...]:
         wanted = [c for c in FALLBACK_COLUMNS if c in table.columns]
     keep = {table.columns[0], *wanted, *([table.sort_column] if table.sort_column else [])}
     return tuple(c for c in table.columns if c in keep)
+
+
+def group_columns(table: ProfilerTable) -> tuple[str, ...]:
+    """The columns a grouped table groups its rows by, which the short view shows under the names."""
+    return tuple(c for c in GROUP_COLUMNS if c in table.columns[1:])
+
+
+def group_cell(cell: str) -> str:
+    """A grouping cell, at most GROUP_CELL_WIDTH characters (cut ones end in CUT)."""
+    return cell if len(cell) <= GROUP_CELL_WIDTH else cell[:GROUP_CELL_WIDTH - len(CUT)] + CUT
 
 
 def _total_column(label: str, columns: tuple[str, ...]) -> str | None:
@@ -130,7 +149,7 @@ def render_table(table: ProfilerTable, caption: str = "", activities: Mapping[st
     shown = first_columns(table)
     tips = KernelTips(caption or "profiler table") if activities else None
     compact = _table_view(table, shown, caption, full=False, tips=tips, activities=activities)
-    if len(shown) == len(table.columns):
+    if len(shown) + len(group_columns(table)) == len(table.columns):
         return scrolling_table(compact, "profiler table", after=tips and tips.notes())
     switch = h("label", {"class": "prof-switch"}, h("input", {"type": "checkbox", "class": "prof-all"}),
                f" All {len(table.columns)} columns and the profiler's full names")
@@ -158,28 +177,37 @@ def activities_named(row_name: str, activities: Mapping[str, str]) -> list[tuple
 def _table_view(table: ProfilerTable, columns: tuple[str, ...], caption: str, full: bool,
                 tips: KernelTips | None = None, activities: Mapping[str, str] | None = None) -> Markup:
     """The table with these columns: the short view names rows by their short names (the
-    profiler's own on hover), the full view by the profiler's names; with `tips`, a GPU
-    activity's name is a button that says what it is."""
+    profiler's own on hover), with a grouped table's grouping cells under them, the full view by
+    the profiler's names; with `tips`, a GPU activity's name is a button that says what it is.
+    Grouping cells are text from the trace: bounded here, escaped by the builder."""
     from ..facts.analysis import short_name
 
     sort = table.sort_column
     keep = [table.columns.index(c) for c in columns]
+    under = [] if full else [table.columns.index(c) for c in group_columns(table)]
     head = []
     for name in columns:
         if name == sort:
             head.append(th(f"{name} ▼", {"scope": "col", "class": "num sorted", "aria-sort": "descending",
                                          "title": "rows sorted by this column"}))
+        elif name == table.columns[0]:
+            head.append(th(concat(name, *(h("span", {"class": "prof-group"}, table.columns[k]) for k in under)),
+                           {"scope": "col"}))
         else:
-            head.append(th(name, {"scope": "col", "class": "num" if name != table.columns[0] else None}))
+            head.append(th(name, {"scope": "col", "class": "prof-group" if name in GROUP_COLUMNS else "num"}))
     body = []
     for row in table.rows:
         short = short_name(row[0])
         shown, code_attrs = (row[0], None) if full or short == row[0] else (short, {"class": "prof-short"})
         named = activities_named(row[0], activities) if tips is not None else []
         name = tips.cut(named, shown, code_attrs) if named else h("code", code_attrs, shown)
+        name = concat(name, *(h("span", {"class": "prof-group"}, group_cell(row[k])) for k in under))
         cells = [th(name, {"scope": "row", "title": row[0] if short != row[0] and not full else None})]
         for k in keep[1:]:
             cell, column = row[k], table.columns[k]
+            if column in GROUP_COLUMNS:
+                cells.append(td(group_cell(cell), {"class": "prof-group"}))
+                continue
             more = [*(["num"] if _is_numeric(cell) else []), *(["sorted"] if column == sort else [])]
             cells.append(td(cell, {"class": " ".join(more) or None}))
         body.append(cells)

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +46,11 @@ class LaneEvents:
     calls: list[Event] = field(default_factory=list)
     depths: list[int] = field(default_factory=list)
     activities: list[Event] = field(default_factory=list)  # kernels, memcpys, memsets on a GPU lane
+    # A GPU lane's work just outside the window: when its last activity before the window ended,
+    # and when its first one after the window starts (None: there is none). A gap the window's
+    # edge cuts is labelled by its whole length, from one to the other.
+    idle_since: float | None = None
+    idle_until: float | None = None
 
     @property
     def key(self) -> tuple:
@@ -72,6 +79,7 @@ def collect_lanes(trace: Trace, window: Window) -> CollectedLanes:
     lanes: dict[tuple, LaneEvents] = {}
     open_ends: dict[tuple, list[float]] = {}
     launch_depths: dict = {}
+    ended_before: dict[tuple, float] = {}  # each stream: where its work before the window ended
     for event in trace.events:
         if event.ts >= end and end > start:
             break  # sorted by start: nothing later overlaps
@@ -84,6 +92,8 @@ def collect_lanes(trace: Trace, window: Window) -> CollectedLanes:
         if kind in GPU_ACTIVITY_KINDS:
             if inside:
                 (lanes.get(key) or _new_lane(lanes, key, True)).activities.append(event)
+            elif event_end <= start and event_end > ended_before.get(key, -math.inf):
+                ended_before[key] = event_end
             continue
         stack = open_ends.setdefault(key, [])
         # Pop what ended, and what ends before this event does: a call that outlives the one it
@@ -100,8 +110,27 @@ def collect_lanes(trace: Trace, window: Window) -> CollectedLanes:
             lane = lanes.get(key) or _new_lane(lanes, key, event.pid in gpu_pids)
             lane.calls.append(event)
             lane.depths.append(depth)
+    _work_outside(trace, window, lanes, ended_before)
     ordered = sorted(lanes.values(), key=lambda lane: (lane.on_gpu, _id_order(lane.pid), _id_order(lane.tid)))
     return CollectedLanes(ordered, launch_depths)
+
+
+def _work_outside(trace: Trace, window: Window, lanes: dict, ended_before: dict) -> None:
+    """Each GPU lane with activities in the window: where its work before the window ended, and
+    where its next activity after the window starts (the activities after it, in start order,
+    until each such lane has found one)."""
+    waiting = {}
+    for key, lane in lanes.items():
+        if lane.activities:
+            lane.idle_since = ended_before.get(key)
+            waiting[key] = lane
+    activities = trace.gpu_activities
+    for event in activities[bisect_left(activities, window.end, key=lambda e: e.ts):]:
+        if not waiting:
+            break
+        lane = waiting.pop((event.pid, event.tid), None)
+        if lane is not None and event.ts > window.end:
+            lane.idle_until = event.ts
 
 
 def _new_lane(lanes: dict, key: tuple, on_gpu: bool) -> LaneEvents:
@@ -203,9 +232,11 @@ def _plan_host_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float) -> 
     return top + height
 
 
-def _plan_gpu_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float, scale: TimeScale) -> float:
+def _plan_gpu_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float, scale: TimeScale,
+                   edge: str = "window") -> float:
     """GPU-side annotations (if any), the activity row with its idle gaps shaded, and under it
-    the gap labels that do not fit inside their gaps."""
+    the gap labels that do not fit inside their gaps. `edge`: what the window is, as a label of
+    a gap its edge cuts names it ('step')."""
     lane_top = top
     if lane.calls:
         n_rows, _ = _stack_rows(plan, lane, top, MARKER_ROW_H, MAX_MARKER_ROWS)
@@ -226,7 +257,8 @@ def _plan_gpu_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float, scal
     strip_top = top + GPU_ROW_H
     first_gap_starts_window = bool(idle) and idle[0][0] <= scale.start and len(idle) > 1
     requests = _gap_label_requests(
-        visible, shades, bool(lane.activities), first_gap_starts_window, top, strip_top
+        [_whole_gap(gap, lane, scale) for gap in visible], shades, bool(lane.activities),
+        first_gap_starts_window, top, strip_top, edge
     )
     placed = place_labels(requests)
     plan.labels.extend(placed)
@@ -239,23 +271,54 @@ def _plan_gpu_lane(plan: _Plan, lane: LaneEvents, trace: Trace, top: float, scal
     return strip_top + (BRACKET_H + tiers_used * TIER_H if tiers_used else 2)
 
 
+def _whole_gap(gap: tuple[float, float], lane: LaneEvents, scale: TimeScale) -> tuple[float, float, bool, bool]:
+    """A drawn gap (start, end) as the analyzer measures it, and whether the window's edges cut
+    it: (start, end, began before the window, goes on after it). The analyzer's gap is the GPU's
+    idle time before an activity, from where its earlier work ended (facts/index.py
+    `_idle_before`): a property of the activity, the same in every window that holds it. So a gap
+    the window's edge cuts is drawn clipped but labelled whole, as the facts box, the links under
+    a picture and the JSON's `widest_gaps` name it; clipping the analyzer's gap to the window
+    instead would give one gap a length per window. The picture's gaps are a stream's (its legend
+    says so): on a GPU of one stream, the analyzer's exactly."""
+    start, end = gap
+    before = lane.idle_since is not None and start <= scale.start and lane.idle_since < start
+    after = lane.idle_until is not None and end >= scale.end and lane.idle_until > end
+    return (lane.idle_since if before else start, lane.idle_until if after else end, before, after)
+
+
+def _cut(before: bool, after: bool, edge: str) -> str:
+    """Where a gap the window's edge cuts goes on: 'from before the step', 'on past the step'."""
+    return " and ".join([*([f"from before the {edge}"] if before else []), *([f"on past the {edge}"] if after else [])])
+
+
 def _gap_label_requests(
-    gaps, shades: list[Box], has_activity: bool, first_is_lead: bool, row_top: float, strip_top: float
+    gaps, shades: list[Box], has_activity: bool, first_is_lead: bool, row_top: float, strip_top: float,
+    edge: str = "window",
 ) -> list[LabelRequest]:
-    """Each gap ((start, end) in us, with its shade) wants its length written inside it, or else
-    under the stream in one of the tiers, centred on the gap. `first_is_lead`: the first gap is
-    the wait before the stream's first activity in the window."""
+    """Each gap ((start, end, began before the window, goes on after it): its whole extent, in
+    us, with its shade) wants its length written inside it, or else under the stream in one of
+    the tiers, centred on the gap; a gap the window's edge cuts says so, with an arrow to where
+    it goes on. `first_is_lead`: the first gap is the wait before the stream's first activity in
+    the window."""
     requests = []
     size = font_px("gaptext")
-    for index, ((start, end), shade) in enumerate(zip(gaps, shades)):
+    for index, ((start, end, before, after), shade) in enumerate(zip(gaps, shades)):
         if shade.w < MIN_LABELLED_GAP_PX:
             continue
         length = format_us(end - start)
-        texts = [f"{length} idle"]
+        texts, words = [f"{length} idle"], ""  # `words`: what the tooltip adds to the length
         if not has_activity:
             texts = [f"{length} idle: no GPU work in this window", f"{length} idle"]
+        elif before or after:
+            arrow, note = "← " if before else "", " →" if after else ""
+            words = f", {_cut(before, after, edge)}"
+            texts = [f"{arrow}{length} idle{words}{note}", f"{arrow}{length} idle{note}"]
         elif index == 0 and first_is_lead and shade.x <= PLOT_LEFT:
-            texts = [f"{length} idle before the first kernel", f"{length} idle"]
+            # Nothing earlier on the stream that the window cuts off: the wait from the window's
+            # start (where the stream has no earlier work at all, the analyzer counts only the
+            # time from the first launch call), and the tooltip says which wait it is.
+            words = " before the first kernel"
+            texts = [f"{length} idle{words}", f"{length} idle"]
         options = []
         centre = shade.x + shade.w / 2
         for text in texts:
@@ -269,7 +332,7 @@ def _gap_label_requests(
                 width = text_width(text, size) + 10
                 x = min(max(centre - width / 2, PLOT_LEFT), PLOT_RIGHT - width)
                 options.append((text, Box(x, strip_top + BRACKET_H + tier * TIER_H, width, LABEL_H)))
-        requests.append(LabelRequest(end - start, tuple(options), "gap", f"GPU idle for {length}", shade))
+        requests.append(LabelRequest(end - start, tuple(options), "gap", f"GPU idle for {length}{words}", shade))
     return requests
 
 
@@ -396,11 +459,12 @@ def plan_timeline(trace: Trace, window: Window, facts=None, title: str | None = 
             y = _plan_host_lane(plan, lane, trace, y) + LANE_GAP
     gpu_groups = _by_pid(gpu_lanes)
     models = _gpu_models(trace)
+    edge = "step" if window.label.startswith("ProfilerStep#") else "window"
     for pid in sorted(gpu_groups, key=_id_order):
         plan.heading(_gpu_group_name(trace, pid, models), y + GROUP_BASELINE, "group")
         y += GROUP_H
         for lane in gpu_groups[pid]:
-            y = _plan_gpu_lane(plan, lane, trace, y, scale) + LANE_GAP
+            y = _plan_gpu_lane(plan, lane, trace, y, scale, edge) + LANE_GAP
     if not any(lane.activities for lane in gpu_lanes):
         plan.heading("GPU", y + GROUP_BASELINE, "group")
         y += GROUP_H
