@@ -110,7 +110,9 @@ def test_cpu_busy_and_the_table_total_from_the_raw_artifacts():
     found = P.cpu_time(run)
     assert found.labels_us == pytest.approx(labels)
     assert found.waits_us == pytest.approx(sync, abs=1e-3)
-    assert found.cpu_busy_us == pytest.approx(union - sync, abs=1e-3)
+    # The trace's times are in us with ns digits; the analyzer reads them to whole ns, so the two
+    # unions may part by a few ns over a few hundred events.
+    assert found.cpu_busy_us == pytest.approx(union - sync, abs=1e-2)
     assert found.self_total_us == to_us(table.total("Self CPU time total"))
 
 
