@@ -266,7 +266,7 @@ def malformed_files(fields: dict) -> dict[str, bytes]:
         "nested too deeply": b"[" * 100_000 + b"]" * 100_000, "an integer past the digit limit": b"9" * 5000,
         "larger than a metadata file": b" " * (2 << 20) + b"{}",
         "unsealed (as written before the seal)": text,
-        "edited gpu": sealed(fields).replace(b"NVIDIA H200", b"NVIDIA A100"),
+        "edited gpu": sealed(fields).replace(fields["environment"]["gpu"].encode(), b"NVIDIA A100"),
         "edited command": freeze.meta_file_bytes({**freeze.seal(fields), "command": "uv run other.py"}),
         "another example's": sealed({**fields, "example": "01_matmul_add/4096_bf16_warm_eager"}),
         "an output that is not an artifact": sealed(with_field(fields, ("outputs", "other.txt"), "0" * 64)),

@@ -100,9 +100,10 @@ RULES: tuple[Rule, ...] = (
          MATRIX_MATH, dtypes_from="name"),
     # --- CUTLASS ---
     # cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>,
-    # cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8
+    # cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8,
+    # cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_nt_align1 (no K tile and stages)
     Rule(r"(?:^|<)cutlass_(?P<arch>\d+)_(?P<detail>simt|tensorop|wmma_tensorop)_"
-         r"(?P<types>(?:[a-z0-9]+_)*?[a-z0-9]*gemm\w*?)_(?P<tile>\d+x\d+)_\d+x\d+_"
+         r"(?P<types>(?:[a-z0-9]+_)*?[a-z0-9]*gemm\w*?)_(?P<tile>\d+x\d+)_(?:\d+x\d+_)?"
          r"(?P<layout>[nt]{2})_align",
          "CUTLASS", "GEMM", MATRIX_MATH),
     # cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8_...
