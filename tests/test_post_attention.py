@@ -69,8 +69,10 @@ def test_side_by_side_table_has_one_row_per_variant_and_no_spreads(page):
     assert table.count("<!-- quoted -->") == 5  # the series' GPU times, where it gave one
     assert "samples" not in table and " to " not in table  # the spreads are in a note at the foot
     assert 'class="numbers-ref"' in table
-    for verdict in ("GPU-bound", "overhead-bound"):
-        assert verdict in table, verdict
+    # the slow variants are GPU-bound; the quickest fused ones hand some of the pace to the host
+    # (overhead-bound or mixed, by the GPU's run)
+    verdicts = set(re.findall(r"<td>(GPU-bound|overhead-bound|mixed|stalled)</td>", table))
+    assert "GPU-bound" in verdicts and verdicts & {"overhead-bound", "mixed"}, verdicts
 
 
 def test_refused_runs_are_said_and_their_reasons_are_in_the_notebook(page):
@@ -223,17 +225,20 @@ def test_gpu_time_per_call_takes_the_extra_runs_only_where_steps_and_calls_agree
     assert Q.gpu_samples(run).values == (250.0, 250.0)  # no extra runs
 
 
-def test_frozen_runs_steps_are_their_calls_except_where_work_spilled_in():
-    """The naive run's recorded steps hold exactly their calls' GPU work; the math backend's GPU
-    runs so far behind that its steps hold earlier work too, so its calls stand alone."""
+def test_frozen_runs_samples_are_their_calls_and_steps_only_where_no_work_spilled_in():
+    """GPU time per call starts with the shown trace's calls; a run whose recorded steps hold
+    earlier work too (its GPU ran behind: the math backend on our GPUs, sometimes the naive run's
+    first step) adds no step of its extra runs."""
     from scripts.series.runs.samples import step_values
 
-    naive, math = (example(f"04_attention/{k}_b8_h16_s1024_d64_bf16_warm") for k in ("naive", "sdpa_math"))
-    for run, agree in ((naive, True), (math, False)):
+    for key in ("naive", "sdpa_math", "sdpa_cudnn"):
+        run = example(f"04_attention/{key}_b8_h16_s1024_d64_bf16_warm")
         calls = [c.gpu_busy_us for c in Q.calls(run)]
         steps = step_values(run.samples()[:1], "gpu.busy_us", skip_first=False)
-        assert (steps == pytest.approx(calls, abs=1e-3)) is agree
-    assert Q.gpu_samples(math).values == tuple(c.gpu_busy_us for c in Q.calls(math))
+        found = Q.gpu_samples(run).values
+        assert found[:len(calls)] == tuple(calls), key
+        if steps != pytest.approx(calls, abs=1e-3):
+            assert len(found) == len(calls), key
 
 
 def test_copy_window_reaches_the_copy_its_step_launched():
