@@ -384,15 +384,28 @@ def sync_section(run) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def table_rows(run, names: tuple[str, ...], caption: str) -> Markup:
-    """The run's profiler table cut to the first row of each of these names (in the table's order),
-    its foot kept: where a read-back shows in the table, without the rows around it. A label's
-    second row, its copy on the GPU's row (`gpu_user_annotation`), is left out."""
+def table_rows(run, names: tuple[str, ...], caption: str, sort_by: str | None = None) -> Markup:
+    """The run's profiler table cut to the first row of each of these names (in the table's order,
+    or most first by the column `sort_by`), its foot kept: where a read-back shows in the table,
+    without the rows around it. A label's second row, its copy on the GPU's row
+    (`gpu_user_annotation`), is left out.
+
+    `sort_by` re-sorts the few rows kept by one of the columns a table shows first (`Self CPU`):
+    the rendered table marks the column its rows are sorted by and always shows it, so a cut of
+    a table the snippet sorted by `CPU total` would show a sixth column, which pushes `# of Calls`
+    out of a narrow screen's view."""
     from dataclasses import replace
 
-    from ....tracefacts.pictures.profiler_table import render_table
+    from ....tracefacts.pictures.profiler_table import render_table, to_us
 
     data = run.table_data
     seen: set[str] = set()
     rows = tuple(row for row in data.rows if row[0] in names and not (row[0] in seen or seen.add(row[0])))
-    return render_table(replace(data, rows=rows), caption=caption, activities=run.activities)
+    if sort_by is not None:
+        column = data.columns.index(sort_by)
+        rows = tuple(sorted(rows, key=lambda row: -to_us(row[column])))
+    cut = replace(data, rows=rows)
+    if sort_by is not None and len(rows) > 1 and cut.sort_column != sort_by:
+        # Another column also never increases down these rows and would be marked instead.
+        raise ValueError(f"{run.example.key}: the cut table's rows read as sorted by {cut.sort_column}, not {sort_by}")
+    return render_table(cut, caption=caption, activities=run.activities)
