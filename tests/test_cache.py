@@ -101,3 +101,24 @@ def test_a_key_covers_the_code_digest_of_the_computing_module(trace_file, monkey
     real = cache.code_digest
     monkeypatch.setattr(cache, "code_digest", lambda module: real(module) + "edited")
     assert cache.key_of("facts", render.trace_facts, (source, None)) != key
+
+
+def test_a_facts_box_is_the_same_whichever_checkout_filled_the_cache(monkeypatch):
+    # Cached facts are keyed by the trace's bytes, not its path: those a build in another checkout
+    # stored name that checkout's path. The box's note ids are drawn from the trace's name, so the
+    # page must name it by its path in the repository, or two builds of one commit differ.
+    from dataclasses import replace
+
+    from scripts.series.pages.helpers import example
+
+    run = example("01_matmul_add/64_bf16_cold_eager")
+    here = str(run.facts())
+    real = cache.cached
+
+    def from_elsewhere(kind, compute, *inputs):
+        value = real(kind, compute, *inputs)
+        return replace(value, source="/elsewhere/checkout/" + value.source) if kind == "facts" else value
+
+    monkeypatch.setattr(cache, "cached", from_elsewhere)
+    assert run.trace_facts().source == run.example.trace_path.relative_to(ROOT).as_posix()
+    assert 'aria-describedby="kt-' in here and str(run.facts()) == here

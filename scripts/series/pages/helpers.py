@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -213,8 +213,7 @@ class Run:
         naming the trace by its path in the repository, never by this checkout's absolute path."""
         from . import render
 
-        shown = self.example.trace_path.relative_to(catalog.ROOT).as_posix()
-        return cache.cached_file("summary", render.summary, self.trace_input, shown).read_text()
+        return cache.cached_file("summary", render.summary, self.trace_input, self.shown_path).read_text()
 
     def facts(self, window=None, memory=None) -> Markup:
         """The analyzer's headline facts about the whole trace (or `window`, as trace_facts takes
@@ -275,10 +274,19 @@ class Run:
         return cache.FileInput(self.example.trace_path, lambda: self.trace)
 
     def trace_facts(self, window=None):
-        """The analyzer's TraceFacts about this run (over `window`, default the whole trace)."""
+        """The analyzer's TraceFacts about this run (over `window`, default the whole trace),
+        naming the trace by its path in the repository: the facts box's note ids are drawn from
+        that name, so this checkout's absolute path (or that of whichever build filled the render
+        cache) would make two builds of one commit differ."""
         from . import render
 
-        return cache.cached("facts", render.trace_facts, self.trace_input, window)
+        return replace(cache.cached("facts", render.trace_facts, self.trace_input, window),
+                       source=self.shown_path)
+
+    @cached_property
+    def shown_path(self) -> str:
+        """The trace's path in the repository, as pages and the render cache may name it."""
+        return self.example.trace_path.relative_to(catalog.ROOT).as_posix()
 
     def samples(self) -> list[dict]:
         """scripts.series.runs.samples' digests of every run of this example: the shown trace's, then those
