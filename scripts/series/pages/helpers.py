@@ -159,8 +159,10 @@ class Run:
         ]
         return "Run on " + " · ".join(bits)
 
-    def table(self) -> Markup:
-        return render_table(self.table_data, caption=f"{self.example.command} — {self.caption()}",
+    def table(self, rows: tuple | None = None, caption: str | None = None) -> Markup:
+        """The run's profiler table, or a cut of it: `rows`, some of its rows (its foot kept)."""
+        data = self.table_data if rows is None else replace(self.table_data, rows=rows)
+        return render_table(data, caption=caption or f"{self.example.command} — {self.caption()}",
                             activities=self.activities)
 
     @property

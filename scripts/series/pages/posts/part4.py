@@ -122,15 +122,8 @@ def table_cut(run, names: tuple[str, ...]):
     """The run's profiler table cut to every row with one of these names, in the table's order, its
     foot kept: a label keeps both its rows, the host's and its copy on the GPU's row, and the first
     GPU activity (the costliest kernel) is kept whatever its name."""
-    from dataclasses import replace
-
-    from ....tracefacts.pictures.profiler_table import render_table
-
-    data = run.table_data
-    kernel = next((row[0] for row in data.rows if row[0] in run.activities), None)
-    rows = tuple(row for row in data.rows if row[0] in names or row[0] == kernel)
-    return render_table(replace(data, rows=rows), caption=f"{run.example.command} — {run.caption()}",
-                        activities=run.activities)
+    kernel = next((row[0] for row in run.table_data.rows if row[0] in run.activities), None)
+    return run.table(rows=tuple(row for row in run.table_data.rows if row[0] in names or row[0] == kernel))
 
 
 def top_row(table, column: str = "Self CPU %") -> TopRow:

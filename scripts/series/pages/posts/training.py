@@ -123,9 +123,9 @@ def runs_table(runs: dict, columns: dict[str, Callable], caption: str) -> Markup
 
 
 def named_links(runs: dict) -> Markup:
-    """Each run's download and Perfetto buttons under its name (label -> Run), so that a reader can
-    tell a before from its after."""
-    return concat(*((h("p", None, h("strong", None, label)), run.links()) for label, run in runs.items()))
+    """Each run's download and Perfetto buttons, each row led by its label (label -> Run), so that a
+    reader can tell a before from its after."""
+    return concat(*(run.links(label) for label, run in runs.items()))
 
 
 def median_us(spread: Spread) -> str:
@@ -396,7 +396,7 @@ def table_rows(run, names: tuple[str, ...], caption: str, sort_by: str | None = 
     out of a narrow screen's view."""
     from dataclasses import replace
 
-    from ....tracefacts.pictures.profiler_table import render_table, to_us
+    from ....tracefacts.pictures.profiler_table import to_us
 
     data = run.table_data
     seen: set[str] = set()
@@ -404,8 +404,8 @@ def table_rows(run, names: tuple[str, ...], caption: str, sort_by: str | None = 
     if sort_by is not None:
         column = data.columns.index(sort_by)
         rows = tuple(sorted(rows, key=lambda row: -to_us(row[column])))
-    cut = replace(data, rows=rows)
-    if sort_by is not None and len(rows) > 1 and cut.sort_column != sort_by:
-        # Another column also never increases down these rows and would be marked instead.
-        raise ValueError(f"{run.example.key}: the cut table's rows read as sorted by {cut.sort_column}, not {sort_by}")
-    return render_table(cut, caption=caption, activities=run.activities)
+        marked = replace(data, rows=rows).sort_column
+        if len(rows) > 1 and marked != sort_by:
+            # Another column also never increases down these rows and would be marked instead.
+            raise ValueError(f"{run.example.key}: the cut table's rows read as sorted by {marked}, not {sort_by}")
+    return run.table(rows=rows, caption=caption)
